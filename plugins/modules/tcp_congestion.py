@@ -1,0 +1,368 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, bdp.wan_tune contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: tcp_congestion
+short_description: Make a TCP congestion control and the fq qdisc available, or verify them on a live socket
+version_added: 0.1.0
+description:
+  - With O(state=available), finds out whether the kernel has the congestion control (built in, loaded, or as a
+    loadable module), loads the module now and persists the load in C(/etc/modules-load.d), and does the same for
+    the C(sch_fq) queueing discipline. It then puts fq on the given interfaces (the ones carrying default routes
+    when none are named). A kernel without the algorithm fails with its version and the fix; a kernel without fq is
+    reported and the run continues, because Linux 4.13 and later pace TCP without fq.
+  - It does not set the default congestion control; the P(bdp.wan_tune.bbr#role) role does that with
+    M(bdp.wan_tune.sysctl_dropin), so all kernel parameters go through one file and one engine.
+  - With O(state=verified), opens a TCP connection over loopback and reads the congestion control the kernel gave
+    it (C(getsockopt TCP_CONGESTION), and C(ss -ti) where present). Fails when it is not O(algorithm). Never changes
+    anything.
+author:
+  - bdp.wan_tune maintainers
+options:
+  algorithm:
+    description: The congestion control, as the kernel names it.
+    type: str
+    default: bbr
+  qdisc:
+    description: The queueing discipline to make available and put on O(interfaces). V(none) leaves qdiscs alone.
+    type: str
+    choices: [fq, none]
+    default: fq
+  interfaces:
+    description:
+      - Interfaces that get O(qdisc) as root qdisc now. Empty means the interfaces of the IPv4 and IPv6 default
+        routes. Interfaces that do not exist fail the task before anything changes.
+    type: list
+    elements: str
+    default: []
+  modules_load_file:
+    description:
+      - File in C(/etc/modules-load.d) listing the kernel modules to load at boot. Written only when the algorithm
+        or qdisc is a loadable module; removed when neither needs loading.
+    type: path
+    default: /etc/modules-load.d/bdp-wan-tune.conf
+  header:
+    description: Comment text written at the top of O(modules_load_file) (for example C(ansible_managed)).
+    type: str
+    default: ''
+  state:
+    description: V(available) prepares the kernel; V(verified) checks a live socket and changes nothing.
+    type: str
+    choices: [available, verified]
+    default: available
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+  platform:
+    platforms: linux
+requirements:
+  - C(tc) from iproute2 to change qdiscs; C(modprobe) from kmod to load modules.
+seealso:
+  - module: bdp.wan_tune.sysctl_dropin
+"""
+
+EXAMPLES = r"""
+- name: Make BBR and fq available and put fq on eth1
+  bdp.wan_tune.tcp_congestion:
+    algorithm: bbr
+    interfaces: [eth1]
+  register: cc
+
+- name: Prove new sockets use BBR
+  bdp.wan_tune.tcp_congestion:
+    algorithm: bbr
+    state: verified
+"""
+
+RETURN = r"""
+kernel:
+  description: The running kernel release.
+  returned: always
+  type: str
+  sample: 6.1.0-28-amd64
+algorithm_source:
+  description: Where the algorithm comes from.
+  returned: when state is available
+  type: str
+  sample: module
+qdisc_available:
+  description: Whether the kernel can use O(qdisc).
+  returned: when state is available
+  type: bool
+  sample: true
+qdisc_source:
+  description: Where the qdisc comes from (V(builtin), V(module), V(missing), V(unknown)).
+  returned: when state is available
+  type: str
+  sample: builtin
+loaded:
+  description: Kernel modules loaded by this run.
+  returned: when state is available
+  type: list
+  elements: str
+  sample: [tcp_bbr]
+interfaces:
+  description: Per interface, the root qdisc before and after.
+  returned: when state is available
+  type: dict
+  sample: {"eth0": {"before": "pfifo_fast", "after": "fq"}}
+socket_algorithm:
+  description: The congestion control of a fresh loopback TCP connection.
+  returned: when state is verified
+  type: str
+  sample: bbr
+ss_algorithm:
+  description: The congestion control C(ss -ti) shows for that connection, or null when ss is missing.
+  returned: when state is verified
+  type: str
+  sample: bbr
+"""
+
+import gzip
+import os
+import re
+import socket
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.bdp.wan_tune.plugins.module_utils import sysctl
+
+
+def _read(path):
+    try:
+        with open(path, 'r') as handle:
+            return handle.read()
+    except (IOError, OSError):
+        return None
+
+
+def kernel_config(option):
+    """'y', 'm', 'n' or None (unknown) for a CONFIG_ option, from /proc/config.gz or /boot/config-*."""
+    release = os.uname()[2]
+    text = None
+    try:
+        with gzip.open('/proc/config.gz', 'rt') as handle:
+            text = handle.read()
+    except (IOError, OSError):
+        text = _read('/boot/config-%s' % release)
+    if text is None:
+        return None
+    match = re.search(r'^%s=(\w+)$' % re.escape(option), text, re.M)
+    return match.group(1) if match else 'n'
+
+
+class Kernel(object):
+    def __init__(self, module):
+        self.module = module
+        self.release = os.uname()[2]
+        self.modprobe = module.get_bin_path('modprobe', opt_dirs=['/sbin', '/usr/sbin'])
+
+    def builtin(self, name):
+        text = _read('/lib/modules/%s/modules.builtin' % self.release)
+        if text is not None:
+            return re.search(r'/%s\.ko$' % re.escape(name), text, re.M) is not None
+        return None
+
+    def module_file(self, name):
+        if not self.modprobe:
+            return False
+        rc, out, err = self.module.run_command([self.modprobe, '--dry-run', '--first-time', name])
+        return rc == 0
+
+    def source(self, name, config, present):
+        """'builtin', 'module' (loadable, maybe loaded), 'missing' or 'unknown'."""
+        if os.path.exists('/sys/module/%s/initstate' % name):
+            return 'module'
+        if self.builtin(name):
+            return 'builtin'
+        setting = kernel_config(config)
+        if setting == 'y':
+            return 'builtin'
+        if setting == 'm' or self.module_file(name) or os.path.exists('/sys/module/%s' % name):
+            return 'module'
+        if present:
+            return 'builtin'
+        return 'missing' if setting == 'n' or self.builtin(name) is False else 'unknown'
+
+    def load(self, name):
+        if os.path.exists('/sys/module/%s/initstate' % name):
+            return False
+        if not self.modprobe:
+            self.module.fail_json(msg='%s is a loadable module but modprobe is missing; install kmod.' % name)
+        if not self.module.check_mode:
+            rc, out, err = self.module.run_command([self.modprobe, name])
+            if rc != 0:
+                self.module.fail_json(msg='modprobe %s failed on kernel %s: %s' % (name, self.release, err.strip()))
+        return True
+
+
+def default_route_interfaces():
+    found = []
+    for line in (_read('/proc/net/route') or '').splitlines()[1:]:
+        fields = line.split()
+        if len(fields) > 2 and fields[1] == '00000000' and fields[0] not in found:
+            found.append(fields[0])
+    for line in (_read('/proc/net/ipv6_route') or '').splitlines():
+        fields = line.split()
+        if len(fields) == 10 and fields[0] == '0' * 32 and fields[1] == '00' and fields[9] != 'lo' \
+                and fields[9] not in found:
+            found.append(fields[9])
+    return found
+
+
+def available(module):
+    params = module.params
+    kernel = Kernel(module)
+    algorithm = params['algorithm']
+    result = {'changed': False, 'kernel': kernel.release, 'loaded': [], 'interfaces': {}, 'diff': []}
+    cc_list = (sysctl.read_live('net.ipv4.tcp_available_congestion_control') or '').split()
+    source = kernel.source('tcp_' + algorithm, 'CONFIG_TCP_CONG_' + algorithm.upper(), algorithm in cc_list)
+    if source in ('missing', 'unknown') and algorithm not in cc_list:
+        module.fail_json(msg='Kernel %s has no %s congestion control: it is neither built in nor available as module '
+                             'tcp_%s (available: %s). Boot a kernel built with CONFIG_TCP_CONG_%s (Linux 4.9 or later; '
+                             'every current distribution kernel has it as a module), or inside a container load '
+                             'tcp_%s on the host.' % (kernel.release, algorithm, algorithm, ' '.join(cc_list),
+                                                      algorithm.upper(), algorithm), **result)
+    needs_load = []
+    if source == 'module':
+        needs_load.append('tcp_' + algorithm)
+        if kernel.load('tcp_' + algorithm):
+            result['loaded'].append('tcp_' + algorithm)
+    result['algorithm_source'] = source
+    result['qdisc_available'] = False
+    result['qdisc_source'] = 'none'
+    if params['qdisc'] == 'fq':
+        qsource = kernel.source('sch_fq', 'CONFIG_NET_SCH_FQ', False)
+        result['qdisc_source'] = qsource
+        result['qdisc_available'] = qsource in ('builtin', 'module')
+        if qsource == 'module':
+            needs_load.append('sch_fq')
+            if kernel.load('sch_fq'):
+                result['loaded'].append('sch_fq')
+        if not result['qdisc_available']:
+            module.warn('The fq qdisc (sch_fq) is not available on kernel %s (%s); continuing without it. Linux 4.13 '
+                        'and later pace TCP internally, so BBR still works.' % (kernel.release, qsource))
+    result['changed'] = bool(result['loaded'])
+    persist(module, needs_load, result)
+    if result['qdisc_available']:
+        set_qdiscs(module, result)
+    return result
+
+
+def persist(module, names, result):
+    path = module.params['modules_load_file']
+    old = _read(path)
+    header = module.params['header'].rstrip('\n')
+    new = (header + '\n' if header else '') + ''.join(name + '\n' for name in names) if names else None
+    if old == new:
+        return
+    result['changed'] = True
+    result['diff'].append({'before': old or '', 'after': new or '', 'before_header': path, 'after_header': path})
+    if module.check_mode:
+        return
+    if new is None:
+        os.unlink(path)
+        return
+    directory = os.path.dirname(path)
+    if not os.path.isdir(directory):
+        os.makedirs(directory, 0o755)
+    tmp = path + '.bdp-wan-tune.tmp'
+    with open(tmp, 'w') as handle:
+        handle.write(new)
+    os.chmod(tmp, 0o644)
+    module.atomic_move(tmp, path)
+
+
+def root_qdisc(module, tc, name):
+    rc, out, err = module.run_command([tc, 'qdisc', 'show', 'dev', name, 'root'])
+    if rc != 0:
+        module.fail_json(msg='tc qdisc show dev %s failed: %s' % (name, err.strip()))
+    fields = out.split()
+    return fields[1] if len(fields) > 1 else 'none'
+
+
+def set_qdiscs(module, result):
+    names = module.params['interfaces'] or default_route_interfaces()
+    missing = [name for name in names if not os.path.isdir('/sys/class/net/%s' % name)]
+    if missing:
+        module.fail_json(msg='interfaces: %s do not exist on this host (it has %s); name existing interfaces or leave '
+                             'the list empty for the default-route interfaces.'
+                             % (', '.join(missing), ', '.join(sorted(os.listdir('/sys/class/net')))), **result)
+    tc = module.get_bin_path('tc', opt_dirs=['/sbin', '/usr/sbin']) if names else None
+    if names and not tc:
+        module.fail_json(msg='tc is missing; install iproute2 to put fq on %s.' % ', '.join(names), **result)
+    for name in names:
+        before = root_qdisc(module, tc, name)
+        result['interfaces'][name] = {'before': before, 'after': 'fq'}
+        if before == 'fq':
+            continue
+        result['changed'] = True
+        result['diff'].append({'before': 'root qdisc %s\n' % before, 'after': 'root qdisc fq\n',
+                               'before_header': name, 'after_header': name})
+        if not module.check_mode:
+            rc, out, err = module.run_command([tc, 'qdisc', 'replace', 'dev', name, 'root', 'fq'])
+            if rc != 0:
+                module.fail_json(msg='tc qdisc replace dev %s root fq failed: %s' % (name, err.strip()), **result)
+
+
+def verified(module):
+    algorithm = module.params['algorithm']
+    result = {'changed': False, 'kernel': os.uname()[2]}
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    client = server = None
+    try:
+        listener.bind(('127.0.0.1', 0))
+        listener.listen(1)
+        port = listener.getsockname()[1]
+        client = socket.create_connection(('127.0.0.1', port), timeout=5)
+        server, peer = listener.accept()
+        raw = client.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16)
+        result['socket_algorithm'] = raw.split(b'\0', 1)[0].decode('ascii')
+        result['ss_algorithm'] = None
+        ss = module.get_bin_path('ss', opt_dirs=['/sbin', '/usr/sbin'])
+        if ss:
+            rc, out, err = module.run_command([ss, '-tinH', 'state', 'established', '( sport = :%d )' % port])
+            known = (sysctl.read_live('net.ipv4.tcp_available_congestion_control') or '').split()
+            words = [word for word in out.split() if word in known]
+            result['ss_algorithm'] = words[0] if words else None
+    finally:
+        for sock in (client, server, listener):
+            if sock is not None:
+                sock.close()
+    seen = set([result['socket_algorithm'], result['ss_algorithm'] or result['socket_algorithm']])
+    if seen != set([algorithm]):
+        module.fail_json(msg='New TCP connections use %s, not %s (net.ipv4.tcp_congestion_control is %s). Re-run the '
+                             'bbr role; inside a container the host must allow %s in '
+                             'net.ipv4.tcp_allowed_congestion_control.'
+                             % (' / '.join(sorted(seen)), algorithm,
+                                sysctl.read_live('net.ipv4.tcp_congestion_control'), algorithm), **result)
+    return result
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            algorithm=dict(type='str', default='bbr'),
+            qdisc=dict(type='str', default='fq', choices=['fq', 'none']),
+            interfaces=dict(type='list', elements='str', default=[]),
+            modules_load_file=dict(type='path', default='/etc/modules-load.d/bdp-wan-tune.conf'),
+            header=dict(type='str', default=''),
+            state=dict(type='str', default='available', choices=['available', 'verified']),
+        ),
+        supports_check_mode=True,
+    )
+    if not re.match(r'^[a-z0-9_]+$', module.params['algorithm']):
+        module.fail_json(msg='algorithm: %r is not a kernel congestion control name such as bbr or cubic.'
+                             % module.params['algorithm'])
+    result = available(module) if module.params['state'] == 'available' else verified(module)
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()
