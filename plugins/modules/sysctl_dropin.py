@@ -28,7 +28,7 @@ description:
   - The values a key had before this module first changed it are kept in O(state_dir), so O(state=absent)
     removes the file and restores them.
 author:
-  - bdp.wan_tune maintainers
+  - bdp.wan_tune maintainers (@bdp-wan-tune)
 options:
   path:
     description:
@@ -93,11 +93,15 @@ options:
     default: /var/lib/bdp_wan_tune
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: full
     details: Shows the file change and the live value change of every key.
   platform:
+    description: Target OS/families that can be operated against.
+    support: N/A
     platforms: linux
 notes:
   - Runs once per host whatever the number of keys; it opens one file in /proc/sys per key and starts no process.

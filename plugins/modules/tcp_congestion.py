@@ -22,7 +22,7 @@ description:
     it (C(getsockopt TCP_CONGESTION), and C(ss -ti) where present). Fails when it is not O(algorithm). Never changes
     anything.
 author:
-  - bdp.wan_tune maintainers
+  - bdp.wan_tune maintainers (@bdp-wan-tune)
 options:
   algorithm:
     description: The congestion control, as the kernel names it.
@@ -57,10 +57,15 @@ options:
     default: available
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: full
+    details: Shows the modules-load file and each interface's root qdisc change.
   platform:
+    description: Target OS/families that can be operated against.
+    support: N/A
     platforms: linux
 requirements:
   - C(tc) from iproute2 to change qdiscs; C(modprobe) from kmod to load modules.

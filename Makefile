@@ -1,0 +1,44 @@
+# bdp.wan_tune: the two commands are `make demo` and `make test`.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+RATE ?= 1g
+RTT ?= 98
+INVENTORY ?=
+
+.PHONY: help setup image demo test lint sanity units molecule host-test clean
+
+help:
+	@echo "make demo [RATE=1g RTT=98] [INVENTORY=path]  set up, then tune the lab hosts (or your inventory)"
+	@echo "make test                                    set up, then run every check CI runs"
+	@echo "make lint | sanity | units | molecule | host-test   one part of the tests"
+
+setup:
+	@bash scripts/setup.sh
+
+image: setup
+	@bash scripts/build-image.sh
+
+demo: image
+	@RATE='$(RATE)' RTT='$(RTT)' INVENTORY='$(INVENTORY)' bash scripts/demo.sh
+
+test: image
+	@bash scripts/test.sh all
+
+lint: setup
+	@bash scripts/test.sh lint
+
+sanity: setup
+	@bash scripts/test.sh sanity
+
+units: setup
+	@bash scripts/test.sh units
+
+molecule: image
+	@bash scripts/test.sh molecule
+
+host-test: setup
+	@bash scripts/test.sh host
+
+clean:
+	rm -rf .cache/sanity tests/output .pytest_cache

@@ -1,0 +1,130 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, bdp.wan_tune contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Run playbooks/wan_tune.yml against the controller itself (the initial network namespace).
+
+Containers cannot write net.core.* (they belong to the host kernel), so this is where the
+host-owned keys are proven: written live and to the drop-in file, idempotent, and restored
+by tcp_buffers_state=absent. Whatever happens, the test puts every key back as it found it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PLAYBOOK = os.path.join(ROOT, 'playbooks', 'wan_tune.yml')
+KEYS = ('net.core.rmem_max', 'net.core.wmem_max', 'net.core.netdev_max_backlog', 'net.ipv4.tcp_rmem',
+        'net.ipv4.tcp_wmem', 'net.ipv4.tcp_mtu_probing', 'net.ipv4.tcp_window_scaling', 'net.ipv4.tcp_sack',
+        'net.ipv4.tcp_timestamps', 'net.ipv4.tcp_moderate_rcvbuf', 'net.ipv4.tcp_congestion_control')
+BUFFER = 49000000  # 4 x BDP for 1 Gbit/s x 98 ms
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason='writes /proc/sys: needs root on the controller')
+
+
+def proc(key):
+    return os.path.join('/proc/sys', *key.split('.'))
+
+
+def read(key):
+    with open(proc(key)) as handle:
+        return ' '.join(handle.read().split())
+
+
+def write(key, value):
+    with open(proc(key), 'w') as handle:
+        handle.write(value)
+
+
+@pytest.fixture
+def host(tmp_path):
+    if not os.stat(proc('net.core.rmem_max')).st_mode & 0o200:
+        pytest.fail('not in the initial network namespace: net.core.rmem_max is read-only here')
+    before = dict((key, read(key)) for key in KEYS)
+    files = {
+        'tcp_buffers_sysctl_file': str(tmp_path / '90-bdp-wan-tune-test-buffers.conf'),
+        'bbr_sysctl_file': str(tmp_path / '90-bdp-wan-tune-test-bbr.conf'),
+        'bbr_modules_load_file': str(tmp_path / 'bdp-wan-tune-test.conf'),
+    }
+
+    def run(*args, expect_rc=0):
+        cmd = [os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), PLAYBOOK,
+               '-i', 'controller,', '-c', 'local', '-e', 'ansible_python_interpreter=%s' % sys.executable,
+               '-e', 'wan_tune_become=false rate=1g rtt=98']
+        for name, value in files.items():
+            cmd += ['-e', '%s=%s' % (name, value)]
+        proc_ = subprocess.run(cmd + list(args), capture_output=True, text=True, timeout=600)
+        output = proc_.stdout + proc_.stderr
+        assert proc_.returncode == expect_rc, output
+        recap = re.search(r'^controller\s*:.*changed=(\d+).*failed=(\d+)', output, re.M)
+        return output, int(recap.group(1)) if recap else None
+
+    try:
+        yield before, files, run
+    finally:
+        for key, value in before.items():
+            if read(key) != value:
+                write(key, value)
+        subprocess.run([os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), PLAYBOOK,
+                        '-i', 'controller,', '-c', 'local', '-e', 'ansible_python_interpreter=%s' % sys.executable,
+                        '-e', 'wan_tune_become=false tcp_buffers_state=absent',
+                        '-e', 'tcp_buffers_sysctl_file=%s' % files['tcp_buffers_sysctl_file'], '-t', 'tcp_buffers'],
+                       capture_output=True, timeout=600)
+        for key, value in before.items():
+            if read(key) != value:
+                write(key, value)
+
+
+def test_net_core_keys_written_idempotent_and_restored(host):
+    before, files, run = host
+    if int(before['net.core.rmem_max']) >= BUFFER:
+        pytest.fail('the controller already has net.core.rmem_max >= %d; nothing to prove' % BUFFER)
+
+    output, changed = run('--check', '--diff')
+    assert changed and changed > 0, output
+    assert 'net.core.rmem_max = %d' % BUFFER in output, output
+    assert dict((key, read(key)) for key in KEYS) == before, 'check mode changed live values'
+    assert not os.path.exists(files['tcp_buffers_sysctl_file'])
+
+    output, changed = run()
+    assert changed and changed > 0, output
+    for key in ('net.core.rmem_max', 'net.core.wmem_max'):
+        assert read(key) == str(BUFFER)
+    for key in ('net.ipv4.tcp_rmem', 'net.ipv4.tcp_wmem'):
+        low, default, high = read(key).split()
+        assert [low, default] == before[key].split()[:2], 'min/default must stay as the host had them'
+        assert int(high) == max(BUFFER, int(before[key].split()[2]))
+    assert int(read('net.core.netdev_max_backlog')) == max(2500, int(before['net.core.netdev_max_backlog']))
+    with open(files['tcp_buffers_sysctl_file']) as handle:
+        text = handle.read()
+    assert 'net.core.rmem_max = %d' % BUFFER in text
+    assert 'BDP = 1 Gbit/s x 98 ms / 8 = 12250000 bytes' in text
+    assert text.startswith('#\n# Ansible managed')
+
+    output, changed = run()
+    assert changed == 0, 'second run changed something:\n' + output
+
+    output, changed = run('-e', 'tcp_buffers_state=absent', '-t', 'tcp_buffers')
+    assert changed and changed > 0, output
+    assert not os.path.exists(files['tcp_buffers_sysctl_file'])
+    for key in KEYS:
+        assert read(key) == before[key], '%s not restored' % key
+
+
+@pytest.mark.parametrize('extra, message', [
+    ('rate=1GB', "tcp_buffers_rate (-e rate=...): '1GB' is in bytes"),
+    ('rtt=0', "tcp_buffers_rtt (-e rtt=...): '0' must be above zero"),
+    ('rtt=11s', "tcp_buffers_rtt (-e rtt=...): '11s' is 11000 ms, outside 0.001 ms to 10 s"),
+    ('tcp_buffers_headroom=1', "tcp_buffers_headroom: '1' is outside 2 to 64"),
+])
+def test_bad_input_fails_before_any_change(host, extra, message):
+    before, files, run = host
+    output, changed = run('-e', extra, expect_rc=2)
+    assert message in output, output
+    assert dict((key, read(key)) for key in KEYS) == before
+    assert not any(os.path.exists(path) for path in files.values())
