@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import re
-from decimal import Decimal, InvalidOperation, ROUND_CEILING
+from decimal import Decimal, InvalidOperation, ROUND_CEILING, ROUND_HALF_UP
 
 # Linux stores socket buffer sizes in an int: larger values are refused.
 INT_MAX = 2147483647
@@ -180,10 +180,10 @@ def buffer_plan(rate, rtt, headroom=DEFAULT_HEADROOM, flows=None, mem_total_byte
 
 
 def human_bytes(count):
-    """12250000 -> '12.25 MB' (decimal units, as rates are decimal)."""
+    """12250000 -> '12.25 MB', 1225000000 -> '1.225 GB' (decimal units, as rates are decimal)."""
     for unit, scale in (('GB', 10 ** 9), ('MB', 10 ** 6), ('kB', 10 ** 3)):
         if count >= scale:
-            return '%s %s' % (_strip((Decimal(count) / scale).quantize(Decimal('0.01'))), unit)
+            return '%s %s' % (_strip((Decimal(count) / scale).quantize(Decimal('0.001'), ROUND_HALF_UP)), unit)
     return '%d B' % count
 
 
@@ -191,5 +191,5 @@ def human_rate(bps):
     """1000000000 -> '1 Gbit/s'."""
     for unit, scale in (('Tbit/s', 10 ** 12), ('Gbit/s', 10 ** 9), ('Mbit/s', 10 ** 6), ('kbit/s', 10 ** 3)):
         if bps >= scale:
-            return '%s %s' % (_strip((Decimal(bps) / scale).quantize(Decimal('0.001'))), unit)
+            return '%s %s' % (_strip((Decimal(bps) / scale).quantize(Decimal('0.001'), ROUND_HALF_UP)), unit)
     return '%d bit/s' % bps

@@ -407,8 +407,12 @@ class DropIn(object):
                 restore[key] = value
         self.result['restored'] = restore
         self.result['changed'] = old_text is not None or bool(restore) or bool(state)
-        self.result['diff'] = [{'before': old_text or '', 'after': '', 'before_header': self.path,
-                                'after_header': self.path}]
+        self.result['diff'] = [
+            {'before': old_text or '', 'after': '', 'before_header': self.path, 'after_header': self.path},
+            {'before': ''.join('%s = %s\n' % (key, ours[key]) for key in sorted(restore)),
+             'after': ''.join('%s = %s\n' % (key, restore[key]) for key in sorted(restore)),
+             'before_header': 'live values (/proc/sys)', 'after_header': 'live values (/proc/sys)'},
+        ]
         if self.module.check_mode or not self.result['changed']:
             return
         for key, value in restore.items():
@@ -420,6 +424,8 @@ class DropIn(object):
             os.unlink(self.path)
         if os.path.exists(self.state_file):
             os.unlink(self.state_file)
+            if not os.listdir(self.params['state_dir']):
+                os.rmdir(self.params['state_dir'])
 
     def diff(self, old_text, new_text, changes):
         live = self.result['settings']

@@ -18,6 +18,8 @@ description:
     reported and the run continues, because Linux 4.13 and later pace TCP without fq.
   - It does not set the default congestion control; the P(bdp.wan_tune.bbr#role) role does that with
     M(bdp.wan_tune.sysctl_dropin), so all kernel parameters go through one file and one engine.
+  - With O(state=absent), removes O(modules_load_file) and takes O(qdisc) off O(interfaces) where it is the root
+    qdisc, so the kernel's default root qdisc comes back. Loaded modules stay loaded until the next boot.
   - With O(state=verified), opens a TCP connection over loopback and reads the congestion control the kernel gave
     it (C(getsockopt TCP_CONGESTION), and C(ss -ti) where present). Fails when it is not O(algorithm). Never changes
     anything.
@@ -51,9 +53,11 @@ options:
     type: str
     default: ''
   state:
-    description: V(available) prepares the kernel; V(verified) checks a live socket and changes nothing.
+    description:
+      - V(available) prepares the kernel; V(absent) undoes the files and qdiscs; V(verified) checks a live socket and
+        changes nothing.
     type: str
-    choices: [available, verified]
+    choices: [available, absent, verified]
     default: available
 attributes:
   check_mode:
@@ -115,7 +119,7 @@ loaded:
   sample: [tcp_bbr]
 interfaces:
   description: Per interface, the root qdisc before and after.
-  returned: when state is available
+  returned: when state is available or absent
   type: dict
   sample: {"eth0": {"before": "pfifo_fast", "after": "fq"}}
 socket_algorithm:
@@ -292,28 +296,45 @@ def root_qdisc(module, tc, name):
     return fields[1] if len(fields) > 1 else 'none'
 
 
-def set_qdiscs(module, result):
+def set_qdiscs(module, result, remove=False):
+    """Put fq on the interfaces as root qdisc, or with remove=True take it off again."""
     names = module.params['interfaces'] or default_route_interfaces()
     missing = [name for name in names if not os.path.isdir('/sys/class/net/%s' % name)]
-    if missing:
+    if missing and not remove:
         module.fail_json(msg='interfaces: %s do not exist on this host (it has %s); name existing interfaces or leave '
                              'the list empty for the default-route interfaces.'
                              % (', '.join(missing), ', '.join(sorted(os.listdir('/sys/class/net')))), **result)
+    names = [name for name in names if name not in missing]
     tc = module.get_bin_path('tc', opt_dirs=['/sbin', '/usr/sbin']) if names else None
     if names and not tc:
-        module.fail_json(msg='tc is missing; install iproute2 to put fq on %s.' % ', '.join(names), **result)
+        module.fail_json(msg='tc is missing; install iproute2 to change the qdisc of %s.' % ', '.join(names), **result)
     for name in names:
         before = root_qdisc(module, tc, name)
-        result['interfaces'][name] = {'before': before, 'after': 'fq'}
-        if before == 'fq':
-            continue
+        if remove:
+            if before != 'fq':
+                continue
+            argv, after = [tc, 'qdisc', 'del', 'dev', name, 'root'], 'kernel default'
+        else:
+            if before == 'fq':
+                result['interfaces'][name] = {'before': before, 'after': before}
+                continue
+            argv, after = [tc, 'qdisc', 'replace', 'dev', name, 'root', 'fq'], 'fq'
+        result['interfaces'][name] = {'before': before, 'after': after}
         result['changed'] = True
-        result['diff'].append({'before': 'root qdisc %s\n' % before, 'after': 'root qdisc fq\n',
+        result['diff'].append({'before': 'root qdisc %s\n' % before, 'after': 'root qdisc %s\n' % after,
                                'before_header': name, 'after_header': name})
         if not module.check_mode:
-            rc, out, err = module.run_command([tc, 'qdisc', 'replace', 'dev', name, 'root', 'fq'])
+            rc, out, err = module.run_command(argv)
             if rc != 0:
-                module.fail_json(msg='tc qdisc replace dev %s root fq failed: %s' % (name, err.strip()), **result)
+                module.fail_json(msg='%s failed: %s' % (' '.join(argv), err.strip()), **result)
+
+
+def absent(module):
+    result = {'changed': False, 'kernel': os.uname()[2], 'interfaces': {}, 'diff': []}
+    persist(module, [], result)
+    if module.params['qdisc'] == 'fq':
+        set_qdiscs(module, result, remove=True)
+    return result
 
 
 def verified(module):
@@ -358,14 +379,14 @@ def main():
             interfaces=dict(type='list', elements='str', default=[]),
             modules_load_file=dict(type='path', default='/etc/modules-load.d/bdp-wan-tune.conf'),
             header=dict(type='str', default=''),
-            state=dict(type='str', default='available', choices=['available', 'verified']),
+            state=dict(type='str', default='available', choices=['available', 'absent', 'verified']),
         ),
         supports_check_mode=True,
     )
     if not re.match(r'^[a-z0-9_]+$', module.params['algorithm']):
         module.fail_json(msg='algorithm: %r is not a kernel congestion control name such as bbr or cubic.'
                              % module.params['algorithm'])
-    result = available(module) if module.params['state'] == 'available' else verified(module)
+    result = {'available': available, 'absent': absent, 'verified': verified}[module.params['state']](module)
     module.exit_json(**result)
 
 
