@@ -41,7 +41,10 @@ def bdp(rate, rtt):
 def tcp_buffer_plan(rate, rtt, headroom=_bdp.DEFAULT_HEADROOM, flows=None, mem_total_mb=None,
                     memory_share=0.25, names=None):
     """Everything the tcp_buffers role needs for one host, with warnings shown once."""
-    mem = int(mem_total_mb) * 2 ** 20 if mem_total_mb else None
+    try:
+        mem = int(mem_total_mb) * 2 ** 20 if mem_total_mb else None
+    except (TypeError, ValueError):
+        raise AnsibleFilterError('mem_total_mb: %r is not a whole number of MiB.' % (mem_total_mb,))
     plan = _guard(_bdp.buffer_plan, rate, rtt, headroom, flows, mem, memory_share, names)
     for warning in plan['warnings']:
         display.warning(warning)

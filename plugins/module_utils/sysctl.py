@@ -134,6 +134,12 @@ def overrides(own_path, wanted, dirs=None, conf=None):
     else:
         own_name = os.path.basename(own_path)
         later = [path for path in order if os.path.basename(path) > own_name or path == conf]
+    # procps `sysctl --system` applies /etc/sysctl.conf after every sysctl.d file, even when a
+    # 99-sysctl.conf symlink has already placed it earlier in the systemd-sysctl order.
+    conf_real = os.path.realpath(conf) if conf else None
+    if conf_real and os.path.isfile(conf) and conf_real != own_real \
+            and conf_real not in [os.path.realpath(path) for path in later]:
+        later.append(conf)
     found = []
     for path in later:
         try:

@@ -202,6 +202,9 @@ def _wanted(setting, current):
     """The value to set: fill null fields from the host, then apply the floor."""
     value = setting['value']
     if isinstance(value, (list, tuple)):
+        if current is None:
+            # no such key: it is skipped (optional, other namespace) or has failed already
+            return sysctl.normalize_value(['-' if item is None else item for item in value])
         have = _fields(current)
         if any(item is None for item in value) and len(have) != len(value):
             raise ValueError('%s: %r keeps host fields (null) but the host value %r has %d fields'
@@ -248,6 +251,7 @@ class DropIn(object):
             handle.write(content)
         os.chmod(tmp, 0o644)
         self.module.atomic_move(tmp, self.path)
+        os.chmod(self.path, 0o644)  # atomic_move() gives a new file 0666 & ~umask
 
     def load_state(self):
         try:
@@ -282,7 +286,8 @@ class DropIn(object):
         seen, entries, changes, strict_errors = set(), [], [], []
         for setting in self.params['settings']:
             key = sysctl.normalize_key(setting['key'])
-            if not key or any(c.isspace() or c == '=' for c in key):
+            names = [part.replace('/', '.') for part in key.split('.')]
+            if not key or any(c.isspace() or c == '=' for c in key) or any(n in ('', '.', '..') for n in names):
                 self.fail('settings: key %r is not a sysctl name such as net.ipv4.tcp_rmem.' % setting['key'])
             if key in seen:
                 self.fail('settings: key %s is listed twice; give each key once.' % key)

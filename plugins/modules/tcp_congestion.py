@@ -21,8 +21,8 @@ description:
   - With O(state=absent), removes O(modules_load_file) and takes O(qdisc) off O(interfaces) where it is the root
     qdisc, so the kernel's default root qdisc comes back. Loaded modules stay loaded until the next boot.
   - With O(state=verified), opens a TCP connection over loopback and reads the congestion control the kernel gave
-    it (C(getsockopt TCP_CONGESTION), and C(ss -ti) where present). Fails when it is not O(algorithm). Never changes
-    anything.
+    it (C(getsockopt TCP_CONGESTION), and C(ss -ti) where present). Fails when it is not O(algorithm), except in
+    check mode, where the change it verifies was not made; it then only reports. Never changes anything.
 author:
   - bdp.wan_tune maintainers (@bdp-wan-tune)
 options:
@@ -158,7 +158,7 @@ def kernel_config(option):
     try:
         with gzip.open('/proc/config.gz', 'rt') as handle:
             text = handle.read()
-    except (IOError, OSError):
+    except (IOError, OSError, EOFError):
         text = _read('/boot/config-%s' % release)
     if text is None:
         return None
@@ -286,6 +286,7 @@ def persist(module, names, result):
         handle.write(new)
     os.chmod(tmp, 0o644)
     module.atomic_move(tmp, path)
+    os.chmod(path, 0o644)  # atomic_move() gives a new file 0666 & ~umask
 
 
 def root_qdisc(module, tc, name):
@@ -362,7 +363,10 @@ def verified(module):
             if sock is not None:
                 sock.close()
     seen = set([result['socket_algorithm'], result['ss_algorithm'] or result['socket_algorithm']])
-    if seen != set([algorithm]):
+    if seen != set([algorithm]) and module.check_mode:
+        result['msg'] = ('check mode: new TCP connections use %s now; the run would make them use %s.'
+                         % (' / '.join(sorted(seen)), algorithm))
+    elif seen != set([algorithm]):
         module.fail_json(msg='New TCP connections use %s, not %s (net.ipv4.tcp_congestion_control is %s). Re-run the '
                              'bbr role; inside a container the host must allow %s in '
                              'net.ipv4.tcp_allowed_congestion_control.'
@@ -383,7 +387,7 @@ def main():
         ),
         supports_check_mode=True,
     )
-    if not re.match(r'^[a-z0-9_]+$', module.params['algorithm']):
+    if not re.match(r'[a-z0-9_]+\Z', module.params['algorithm']):
         module.fail_json(msg='algorithm: %r is not a kernel congestion control name such as bbr or cubic.'
                              % module.params['algorithm'])
     result = {'available': available, 'absent': absent, 'verified': verified}[module.params['state']](module)

@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# Build the local systemd test image localhost/bdp-wan-tune-debian12:latest
+# (no container registry is reachable: debootstrap + podman import).
+#
+# The image is labelled with the sha256 of this script; when an image with
+# the same label exists the build is skipped.  Editing this script rebuilds.
+#   FORCE=1 scripts/build-image.sh      rebuild anyway
+#   DEBIAN_MIRROR=http://... scripts/build-image.sh   override the mirror
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+IMAGE="${BDP_IMAGE:-localhost/bdp-wan-tune-debian12:latest}"
+LABEL="org.bdp.wan_tune.build-hash"
+SUITE=bookworm
+PACKAGES=systemd,systemd-sysv,dbus,python3,iproute2,procps,kmod,iperf3,openssh-client,rsync,ca-certificates,sudo,iputils-ping
+ROOTFS="$ROOT/.cache/rootfs-debian12"
+
+export CONTAINERS_CONF="${CONTAINERS_CONF:-$ROOT/scripts/containers.conf}"
+
+log() { printf 'build-image: %s\n' "$*"; }
+
+HASH="$(sha256sum "${BASH_SOURCE[0]}" | cut -c1-16)"
+
+if [ "${FORCE:-0}" != "1" ] && podman image exists "$IMAGE"; then
+    have="$(podman image inspect --format "{{ index .Labels \"$LABEL\" }}" "$IMAGE" 2>/dev/null || true)"
+    if [ "$have" = "$HASH" ]; then
+        log "$IMAGE is up to date ($LABEL=$HASH)"
+        exit 0
+    fi
+    log "$IMAGE has $LABEL='$have', want $HASH: rebuilding"
+fi
+
+# The Debian mirror this machine's apt uses (one-line .list or deb822
+# .sources format); comments are ignored.
+find_mirror() {
+    local f
+    shopt -s nullglob
+    for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+        [ -r "$f" ] || continue
+        awk -v suite="$SUITE" '
+            /^[[:space:]]*deb[[:space:]]/ {
+                i = 2
+                if ($i ~ /^\[/) { while (i <= NF && $i !~ /\]$/) i++; i++ }
+                if ($(i + 1) == suite) { print $i; exit }
+            }' "$f"
+    done
+    for f in /etc/apt/sources.list.d/*.sources; do
+        [ -r "$f" ] || continue
+        grep -v '^[[:space:]]*#' "$f" | awk -v suite="$SUITE" '
+            BEGIN { RS = ""; FS = "\n" }
+            {
+                uri = ""; ok = 0
+                for (i = 1; i <= NF; i++) {
+                    if ($i ~ /^URIs:/)   { split($i, a, /[[:space:]]+/); uri = a[2] }
+                    if ($i ~ /^Suites:/) { n = split($i, s, /[[:space:]]+/)
+                                           for (j = 2; j <= n; j++) if (s[j] == suite) ok = 1 }
+                }
+                if (ok && uri != "") { print uri; exit }
+            }'
+    done
+    shopt -u nullglob
+}
+MIRROR="${DEBIAN_MIRROR:-$(find_mirror | head -n1)}"
+MIRROR="${MIRROR:-http://deb.debian.org/debian}"
+
+start=$(date +%s)
+log "debootstrap $SUITE from $MIRROR into $ROOTFS (about 1-2 min)"
+rm -rf "$ROOTFS"
+mkdir -p "$ROOT/.cache"
+trap 'rm -rf "$ROOTFS"' EXIT
+if ! debootstrap --variant=minbase --include="$PACKAGES" "$SUITE" "$ROOTFS" "$MIRROR" \
+    >"$ROOT/.cache/debootstrap.log" 2>&1; then
+    tail -n 30 "$ROOT/.cache/debootstrap.log" >&2
+    [ -f "$ROOTFS/debootstrap/debootstrap.log" ] && tail -n 30 "$ROOTFS/debootstrap/debootstrap.log" >&2
+    echo "build-image: debootstrap failed (log: $ROOT/.cache/debootstrap.log)" >&2
+    exit 1
+fi
+
+log "making the rootfs boot cleanly under systemd in a container"
+# Units that hang, poke host devices, or reach the network in a privileged
+# container.  Masking = symlink to /dev/null (what `systemctl mask` does).
+MASK=(
+    getty.target getty@.service serial-getty@.service console-getty.service
+    container-getty@.service
+    systemd-udevd.service systemd-udevd-control.socket systemd-udevd-kernel.socket
+    systemd-udev-trigger.service systemd-udev-settle.service
+    systemd-firstboot.service systemd-remount-fs.service
+    sys-kernel-debug.mount sys-kernel-tracing.mount sys-kernel-config.mount
+    sys-fs-fuse-connections.mount dev-hugepages.mount
+    proc-sys-fs-binfmt_misc.automount proc-sys-fs-binfmt_misc.mount systemd-binfmt.service
+    apt-daily.timer apt-daily-upgrade.timer apt-daily.service apt-daily-upgrade.service
+    e2scrub_all.timer e2scrub_reap.service fstrim.timer
+)
+for u in "${MASK[@]}"; do
+    ln -sfn /dev/null "$ROOTFS/etc/systemd/system/$u"
+done
+rm -f "$ROOTFS/etc/systemd/system/getty.target.wants/"*
+
+echo bdp-wan-tune > "$ROOTFS/etc/hostname"
+printf '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n' > "$ROOTFS/etc/hosts"
+: > "$ROOTFS/etc/resolv.conf"
+# Empty machine-id: every container gets its own at boot.
+: > "$ROOTFS/etc/machine-id"
+rm -f "$ROOTFS/var/lib/dbus/machine-id"
+
+# systemd-sysctl.service (static, pulled in by sysinit.target) applies
+# /usr/lib/sysctl.d, /etc/sysctl.d and /run/sysctl.d at boot.  It has
+# ConditionPathIsReadWrite=/proc/sys/, which holds with --privileged.
+# Debian's stock sysctl files are left exactly as shipped.
+mkdir -p "$ROOTFS/etc/sysctl.d"
+if [ ! -e "$ROOTFS/lib/systemd/system/systemd-sysctl.service" ]; then
+    echo "build-image: systemd-sysctl.service missing from rootfs" >&2
+    exit 1
+fi
+
+# Smaller image.
+rm -rf "$ROOTFS/var/cache/apt/archives/"*.deb "$ROOTFS/var/lib/apt/lists/"* \
+       "$ROOTFS/var/log/"*.log "$ROOTFS/debootstrap"
+
+old_id="$(podman image inspect --format '{{.Id}}' "$IMAGE" 2>/dev/null || true)"
+log "podman import -> $IMAGE"
+tar -C "$ROOTFS" --numeric-owner -c . | podman import --quiet \
+    --change 'CMD ["/sbin/init"]' \
+    --change 'STOPSIGNAL SIGRTMIN+3' \
+    --change 'ENV container=podman' \
+    --change "LABEL $LABEL=$HASH" \
+    - "$IMAGE" >/dev/null
+new_id="$(podman image inspect --format '{{.Id}}' "$IMAGE")"
+if [ -n "$old_id" ] && [ "$old_id" != "$new_id" ]; then
+    podman rmi "$old_id" >/dev/null 2>&1 || log "old image $old_id still in use, left in place"
+fi
+rm -rf "$ROOTFS"
+trap - EXIT
+log "built $IMAGE ($new_id, $(( $(date +%s) - start )) s)"

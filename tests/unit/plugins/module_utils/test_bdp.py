@@ -1,0 +1,433 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, bdp.wan_tune contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Rate/RTT parsing, BDP and buffer sizing (plugins/module_utils/bdp.py)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from ansible_collections.bdp.wan_tune.plugins.module_utils import bdp
+from ansible_collections.bdp.wan_tune.plugins.module_utils.bdp import UnitError
+
+NAN = float('nan')
+INF = float('inf')
+GIB = 2 ** 30
+
+
+def shown(value):
+    """How an error message must show ``value``: strings quoted, everything else as str()."""
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def assert_names_value_and_help(message, name, value, accepted):
+    assert message.startswith(name + ': '), message
+    assert shown(value) in message, message
+    assert accepted in message, message
+
+
+# --------------------------------------------------------------------------- rates
+
+@pytest.mark.parametrize('value, bps', [
+    ('1g', 10 ** 9),
+    ('10G', 10 ** 10),
+    ('2.5gbit', 25 * 10 ** 8),
+    ('500m', 5 * 10 ** 8),
+    ('100mbps', 10 ** 8),
+    ('100Mbps', 10 ** 8),
+    ('1000000000', 10 ** 9),
+    ('1e9', 10 ** 9),
+    (1000000000, 10 ** 9),
+    (1e9, 10 ** 9),
+    (2.5e9, 25 * 10 ** 8),
+    ('1 Gbit/s', 10 ** 9),
+    ('1Gb', 10 ** 9),
+    ('10 Gb/s', 10 ** 10),
+    ('100 Mbit', 10 ** 8),
+    ('40gbits', 4 * 10 ** 10),
+    ('25000kbit', 25 * 10 ** 6),
+    ('  1g  ', 10 ** 9),
+    ('+1g', 10 ** 9),
+    ('.5g', 5 * 10 ** 8),
+    ('1GBIT', 10 ** 9),              # an upper-case "BIT" is still bits
+    ('1m', 10 ** 6),                 # the lower limit is accepted
+    ('1000000', 10 ** 6),
+    ('1.6t', 16 * 10 ** 11),         # the upper limit is accepted
+    ('1.6Tbit/s', 16 * 10 ** 11),
+    ('1.0000001m', 1000001),         # fractions of a bit/s round up
+])
+def test_parse_rate_accepts(value, bps):
+    result = bdp.parse_rate(value)
+    assert result == bps
+    assert isinstance(result, int) and not isinstance(result, bool)
+
+
+RATE_HELP = bdp.RATE_HELP
+BYTES_HINT = 'multiply by 8'
+
+
+@pytest.mark.parametrize('value, fragment, accepted', [
+    ('', 'is not a number with a unit', RATE_HELP),
+    ('   ', 'is not a number with a unit', RATE_HELP),
+    ('g', 'is not a number with a unit', RATE_HELP),
+    ('nan', 'is not a number with a unit', RATE_HELP),
+    ('inf', 'is not a number with a unit', RATE_HELP),
+    ('0', 'must be above zero', RATE_HELP),
+    (0, 'must be above zero', RATE_HELP),
+    ('0g', 'must be above zero', RATE_HELP),
+    ('-1g', 'must be above zero', RATE_HELP),
+    (-1000000000, 'must be above zero', RATE_HELP),
+    (NAN, 'is not a finite number', RATE_HELP),
+    (INF, 'is not a finite number', RATE_HELP),
+    (-INF, 'is not a finite number', RATE_HELP),
+    ('1x', "has an unknown unit 'x'", RATE_HELP),
+    ('10 gigabit', "has an unknown unit 'gigabit'", RATE_HELP),
+    ('1gib', "has an unknown unit 'gib'", RATE_HELP),
+    ('1.7t', 'above the 1.6 Tbit/s', RATE_HELP),
+    ('2T', 'above the 1.6 Tbit/s', RATE_HELP),
+    (2e12, 'above the 1.6 Tbit/s', RATE_HELP),
+    (10 ** 20, 'above the 1.6 Tbit/s', RATE_HELP),
+    ('999999', 'is 999999 bit/s, below 1 Mbit/s', 'write 100m for 100 Mbit/s or 1g for 1 Gbit/s'),
+    (100, 'is 100 bit/s, below 1 Mbit/s', 'write 100m for 100 Mbit/s or 1g for 1 Gbit/s'),
+    (1.5, 'is 1.5 bit/s, below 1 Mbit/s', 'write 100m for 100 Mbit/s or 1g for 1 Gbit/s'),
+    (True, '(bool) is not usable', RATE_HELP),
+    (False, '(bool) is not usable', RATE_HELP),
+    (None, '(NoneType) is not usable', RATE_HELP),
+    ([1], '(list) is not usable', RATE_HELP),
+    ({'rate': '1g'}, '(dict) is not usable', RATE_HELP),
+])
+def test_parse_rate_rejects(value, fragment, accepted):
+    with pytest.raises(UnitError) as info:
+        bdp.parse_rate(value, 'wan_rate')
+    message = str(info.value)
+    assert fragment in message
+    assert_names_value_and_help(message, 'wan_rate', value, accepted)
+
+
+@pytest.mark.parametrize('value, conversion', [
+    ('1GB', '(1 GB/s is 8gbit)'),
+    ('1GBps', '(1 GB/s is 8gbit)'),
+    ('1 MB/s', '(1 MB/s is 8mbit)'),
+    ('125MB', '(125 MB/s is 1000mbit)'),
+    ('1.5GB', '(1.5 GB/s is 12gbit)'),
+    ('10 kBytes', '(10 kB/s is 80kbit)'),
+    ('1000B', '(1000 B/s is 8000bit)'),
+    ('1GBPS', '(1 GB/s is 8gbit)'),
+])
+def test_parse_rate_bytes_are_refused_with_times_eight_hint(value, conversion):
+    with pytest.raises(UnitError) as info:
+        bdp.parse_rate(value, 'wan_rate')
+    message = str(info.value)
+    assert 'is in bytes (B)' in message
+    assert 'bits per second' in message
+    assert BYTES_HINT in message
+    assert conversion in message
+    assert_names_value_and_help(message, 'wan_rate', value, RATE_HELP)
+
+
+def test_parse_rate_default_name():
+    with pytest.raises(UnitError, match=r"^rate: 'fast' "):
+        bdp.parse_rate('fast')
+
+
+def test_unit_error_is_a_value_error():
+    assert issubclass(UnitError, ValueError)
+
+
+# --------------------------------------------------------------------------- RTTs
+
+@pytest.mark.parametrize('value, ms', [
+    (98, Decimal(98)),
+    ('98', Decimal(98)),
+    ('98ms', Decimal(98)),
+    ('98 ms', Decimal(98)),
+    ('98MS', Decimal(98)),
+    ('98msec', Decimal(98)),
+    ('0.098s', Decimal(98)),
+    ('0.098 sec', Decimal(98)),
+    (98.5, Decimal('98.5')),
+    ('98.5', Decimal('98.5')),
+    ('98000us', Decimal(98)),
+    ('98000usec', Decimal(98)),
+    (u'98000\u00b5s', Decimal(98)),
+    ('10s', Decimal(10000)),          # the upper limit is accepted
+    (10000, Decimal(10000)),
+    ('0.001', Decimal('0.001')),      # the lower limit (1 us) is accepted
+    ('1us', Decimal('0.001')),
+])
+def test_parse_rtt_accepts(value, ms):
+    result = bdp.parse_rtt(value)
+    assert isinstance(result, Decimal)
+    assert result == ms
+
+
+RTT_HELP = bdp.RTT_HELP
+
+
+@pytest.mark.parametrize('value, fragment', [
+    ('', 'is not a number with a unit'),
+    ('  ', 'is not a number with a unit'),
+    ('nan', 'is not a number with a unit'),
+    ('fast', 'is not a number with a unit'),
+    ('0', 'must be above zero'),
+    (0, 'must be above zero'),
+    (0.0, 'must be above zero'),
+    ('-5', 'must be above zero'),
+    (-98, 'must be above zero'),
+    (NAN, 'is not a finite number'),
+    (INF, 'is not a finite number'),
+    ('98m', "has an unknown unit 'm'"),
+    ('98 minutes', "has an unknown unit 'minutes'"),
+    ('98ns', "has an unknown unit 'ns'"),
+    ('10001', 'is 10001 ms, outside 0.001 ms to 10 s'),
+    (10000.5, 'is 10000.5 ms, outside 0.001 ms to 10 s'),
+    ('11s', 'is 11000 ms, outside 0.001 ms to 10 s'),
+    ('0.0001', 'is 0.0001 ms, outside 0.001 ms to 10 s'),
+    ('0.5us', 'is 0.0005 ms, outside 0.001 ms to 10 s'),
+    (True, '(bool) is not usable'),
+    (None, '(NoneType) is not usable'),
+    ([98], '(list) is not usable'),
+    ({'rtt': 98}, '(dict) is not usable'),
+])
+def test_parse_rtt_rejects(value, fragment):
+    with pytest.raises(UnitError) as info:
+        bdp.parse_rtt(value, 'wan_rtt')
+    message = str(info.value)
+    assert fragment in message
+    assert_names_value_and_help(message, 'wan_rtt', value, RTT_HELP)
+
+
+# --------------------------------------------------------------------------- headroom
+
+@pytest.mark.parametrize('value, factor', [
+    (2, Decimal(2)),
+    (4, Decimal(4)),
+    ('4', Decimal(4)),
+    (4.0, Decimal(4)),
+    (2.5, Decimal('2.5')),
+    (64, Decimal(64)),
+])
+def test_parse_headroom_accepts(value, factor):
+    assert bdp.parse_headroom(value) == factor
+
+
+HEADROOM_HELP = 'a number of BDPs from 2 (the floor) to 64'
+
+
+@pytest.mark.parametrize('value, fragment', [
+    (1, 'is outside 2 to 64'),
+    (1.99, 'is outside 2 to 64'),
+    ('1.5', 'is outside 2 to 64'),
+    (0, 'is outside 2 to 64'),
+    (-4, 'is outside 2 to 64'),
+    (64.5, 'is outside 2 to 64'),
+    (65, 'is outside 2 to 64'),
+    ('100', 'is outside 2 to 64'),
+    ('4x', 'has a unit'),
+    ('4 BDP', 'has a unit'),
+    ('4ms', 'has a unit'),
+    ('', 'is not a number with a unit'),
+    (NAN, 'is not a finite number'),
+    (True, '(bool) is not usable'),
+    (None, '(NoneType) is not usable'),
+    ([4], '(list) is not usable'),
+])
+def test_parse_headroom_rejects(value, fragment):
+    with pytest.raises(UnitError) as info:
+        bdp.parse_headroom(value, 'wan_headroom')
+    message = str(info.value)
+    assert fragment in message
+    assert_names_value_and_help(message, 'wan_headroom', value, HEADROOM_HELP)
+
+
+def test_headroom_below_two_explains_the_kernel_overhead():
+    with pytest.raises(UnitError, match='less than 2 x BDP cannot fill the path'):
+        bdp.parse_headroom(1)
+
+
+# --------------------------------------------------------------------------- BDP
+
+@pytest.mark.parametrize('rate, rtt, expected', [
+    ('1g', 98, 12250000),
+    ('1g', '98ms', 12250000),
+    ('1g', '0.098s', 12250000),
+    ('1g', '98000us', 12250000),
+    (1000000000, 98.0, 12250000),
+    ('1 Gbit/s', 98, 12250000),
+    ('10g', 98, 122500000),
+    ('100m', 20, 250000),
+    ('1g', 98.5, 12312500),
+    ('1m', '1us', 1),                  # 0.125 bytes rounds up to 1
+    ('1m', 1, 125),
+])
+def test_bdp_bytes(rate, rtt, expected):
+    result = bdp.bdp_bytes(rate, rtt)
+    assert result == expected
+    assert isinstance(result, int) and not isinstance(result, bool)
+
+
+def test_bdp_bytes_is_exact_for_1g_98ms():
+    assert bdp.bdp_bytes('1g', 98) == 12250000
+
+
+def test_bdp_bytes_errors_use_the_given_names():
+    with pytest.raises(UnitError, match=r"^link_rate: '1GB' is in bytes"):
+        bdp.bdp_bytes('1GB', 98, rate_name='link_rate', rtt_name='path_rtt')
+    with pytest.raises(UnitError, match=r"^path_rtt: '98m' has an unknown unit"):
+        bdp.bdp_bytes('1g', '98m', rate_name='link_rate', rtt_name='path_rtt')
+
+
+# --------------------------------------------------------------------------- netdev backlog
+
+@pytest.mark.parametrize('rate_bps, backlog', [
+    (10 ** 9, 2500),
+    (10 ** 10, 25000),
+    (10 ** 11, 250000),
+    (10 ** 8, 1000),          # below the kernel default: the default is kept
+    (10 ** 6, 1000),
+    (25 * 10 ** 8, 6250),
+    (4 * 10 ** 11, 250000),   # capped
+    (1000000001, 2501),       # rounds up
+])
+def test_netdev_backlog(rate_bps, backlog):
+    assert bdp.netdev_backlog(rate_bps) == backlog
+
+
+# --------------------------------------------------------------------------- buffer plan
+
+def test_buffer_plan_1g_98ms_default_headroom():
+    plan = bdp.buffer_plan('1g', 98)
+    assert plan == {
+        'formula': '4 x BDP = 49000000 bytes (49 MB); BDP = 1 Gbit/s x 98 ms / 8 = 12250000 bytes (12.25 MB)',
+        'rate_bps': 1000000000,
+        'rtt_ms': 98.0,
+        'bdp_bytes': 12250000,
+        'headroom': 4.0,
+        'buffer_bytes': 49000000,
+        'clamped': False,
+        'netdev_max_backlog': 2500,
+        'warnings': [],
+    }
+    assert bdp.DEFAULT_HEADROOM == 4
+
+
+def test_buffer_plan_headroom_2():
+    plan = bdp.buffer_plan('1g', '98ms', headroom=2)
+    assert plan['buffer_bytes'] == 24500000
+    assert plan['bdp_bytes'] == 12250000
+    assert plan['headroom'] == 2.0
+    assert plan['formula'].startswith('2 x BDP = 24500000 bytes (24.5 MB); ')
+
+
+def test_buffer_plan_fractional_headroom_and_rtt_units():
+    plan = bdp.buffer_plan('2.5gbit', '0.098s', headroom='2.5')
+    assert plan['rate_bps'] == 2500000000
+    assert plan['rtt_ms'] == 98.0
+    assert plan['bdp_bytes'] == 30625000
+    assert plan['buffer_bytes'] == 76562500
+    assert plan['netdev_max_backlog'] == 6250
+    assert plan['formula'] == ('2.5 x BDP = 76562500 bytes (76.563 MB); '
+                               'BDP = 2.5 Gbit/s x 98 ms / 8 = 30625000 bytes (30.625 MB)')
+
+
+@pytest.mark.parametrize('rate, backlog', [
+    ('1g', 2500), ('10g', 25000), ('100g', 250000), ('100m', 1000),
+])
+def test_buffer_plan_netdev_backlog_scales_with_rate(rate, backlog):
+    assert bdp.buffer_plan(rate, 98)['netdev_max_backlog'] == backlog
+
+
+def test_buffer_plan_clamps_at_int_max_with_a_warning():
+    plan = bdp.buffer_plan('100g', 98)
+    assert plan['bdp_bytes'] == 1225000000
+    assert plan['buffer_bytes'] == bdp.INT_MAX == 2147483647
+    assert plan['clamped'] is True
+    assert plan['warnings'] == [
+        '4 x BDP is 4900000000 bytes, above the kernel limit 2147483647; buffers are clamped to 2147483647, '
+        'which fills at most 43826 Mbit/s at 98 ms.']
+    # the rate the clamped buffer can still fill: INT_MAX / headroom per RTT
+    assert round(bdp.INT_MAX / 4 * 8 / 0.098 / 1e6) == 43826
+    assert plan['formula'].startswith('4 x BDP = 2147483647 bytes (2.147 GB); ')
+
+
+def test_buffer_plan_not_clamped_just_below_int_max():
+    plan = bdp.buffer_plan('10g', 98, headroom=4)      # 490000000 bytes
+    assert plan['clamped'] is False
+    assert plan['buffer_bytes'] == 490000000
+    assert plan['warnings'] == []
+
+
+def test_buffer_plan_memory_guard_warns():
+    plan = bdp.buffer_plan('1g', 98, flows=100, mem_total_bytes=8 * GIB)
+    assert plan['buffer_bytes'] == 49000000
+    assert plan['warnings'] == [
+        "100 flows x 49000000-byte buffers need 4673 MiB, more than 25% of this host's 8192 MiB RAM; "
+        "lower the flow count or headroom, or check net.ipv4.tcp_mem (pages) allows it."]
+
+
+def test_buffer_plan_memory_guard_share_is_configurable():
+    plan = bdp.buffer_plan('1g', 98, flows=10, mem_total_bytes=8 * GIB, memory_share=0.05)
+    assert len(plan['warnings']) == 1
+    assert 'more than 5% of' in plan['warnings'][0]
+
+
+@pytest.mark.parametrize('flows, mem', [
+    (10, 8 * GIB),          # 490 MB of 8 GiB
+    (1, 8 * GIB),
+    (100, None),            # memory unknown: no guard
+    (None, 8 * GIB),        # flows unknown: no guard
+    (10, 490000000 * 4),    # exactly the share: not more than it
+])
+def test_buffer_plan_memory_guard_silent(flows, mem):
+    assert bdp.buffer_plan('1g', 98, flows=flows, mem_total_bytes=mem)['warnings'] == []
+
+
+@pytest.mark.parametrize('flows', [0, -1, 1.5, '4', True, [], {}])
+def test_buffer_plan_flows_must_be_a_positive_int(flows):
+    with pytest.raises(UnitError) as info:
+        bdp.buffer_plan('1g', 98, flows=flows, mem_total_bytes=8 * GIB, names={'flows': 'wan_flows'})
+    message = str(info.value)
+    assert message.startswith('wan_flows: %s is not usable' % shown(flows))
+    assert 'a whole number of concurrent flows, 1 or more' in message
+
+
+@pytest.mark.parametrize('kwargs, name, fragment', [
+    ({'rate': '1GB'}, 'wan_rate', 'is in bytes'),
+    ({'rtt': '98m'}, 'wan_rtt', 'unknown unit'),
+    ({'headroom': 1}, 'wan_headroom', 'is outside 2 to 64'),
+    ({'headroom': '4x'}, 'wan_headroom', 'has a unit'),
+    ({'flows': 0}, 'wan_flows', 'is not usable'),
+])
+def test_buffer_plan_errors_use_the_given_names(kwargs, name, fragment):
+    args = dict({'rate': '1g', 'rtt': 98}, **kwargs)
+    names = {'rate': 'wan_rate', 'rtt': 'wan_rtt', 'headroom': 'wan_headroom', 'flows': 'wan_flows'}
+    with pytest.raises(UnitError) as info:
+        bdp.buffer_plan(names=names, **args)
+    assert str(info.value).startswith(name + ': ')
+    assert fragment in str(info.value)
+
+
+def test_buffer_plan_partial_names_keep_the_defaults():
+    with pytest.raises(UnitError, match=r"^rtt: 'x'"):
+        bdp.buffer_plan('1g', 'x', names={'rate': 'wan_rate'})
+
+
+# --------------------------------------------------------------------------- human formats
+
+@pytest.mark.parametrize('count, text', [
+    (12250000, '12.25 MB'), (49000000, '49 MB'), (2147483647, '2.147 GB'), (1225000000, '1.225 GB'),
+    (30625000, '30.625 MB'), (76562500, '76.563 MB'),
+    (1500, '1.5 kB'), (999, '999 B'), (0, '0 B'),
+])
+def test_human_bytes(count, text):
+    assert bdp.human_bytes(count) == text
+
+
+@pytest.mark.parametrize('bps, text', [
+    (10 ** 9, '1 Gbit/s'), (25 * 10 ** 8, '2.5 Gbit/s'), (10 ** 8, '100 Mbit/s'),
+    (16 * 10 ** 11, '1.6 Tbit/s'), (1500, '1.5 kbit/s'), (12, '12 bit/s'),
+])
+def test_human_rate(bps, text):
+    assert bdp.human_rate(bps) == text
