@@ -185,19 +185,19 @@ class Kernel(object):
         return rc == 0
 
     def source(self, name, config, present):
-        """'builtin', 'module' (loadable, maybe loaded), 'missing' or 'unknown'."""
-        if os.path.exists('/sys/module/%s/initstate' % name):
+        """'builtin', 'module' (loadable, loaded or not), 'missing' or 'unknown'."""
+        if os.path.exists('/sys/module/%s/initstate' % name):  # a loaded loadable module
             return 'module'
-        if self.builtin(name):
-            return 'builtin'
+        builtin = self.builtin(name)
         setting = kernel_config(config)
-        if setting == 'y':
+        # built-ins that have parameters also appear in /sys/module, without initstate
+        if builtin or setting == 'y' or os.path.isdir('/sys/module/%s' % name):
             return 'builtin'
-        if setting == 'm' or self.module_file(name) or os.path.exists('/sys/module/%s' % name):
+        if setting == 'm' or self.module_file(name):
             return 'module'
         if present:
             return 'builtin'
-        return 'missing' if setting == 'n' or self.builtin(name) is False else 'unknown'
+        return 'missing' if setting == 'n' or builtin is False else 'unknown'
 
     def load(self, name):
         if os.path.exists('/sys/module/%s/initstate' % name):
