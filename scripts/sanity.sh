@@ -13,10 +13,18 @@ pip_version=$(sed -n "s/^ *pip='\([0-9.]*\)',.*/\1/p" \
 mkdir -p "$HOME/.ansible/test/cache"
 cp "$ROOT/scripts/get-pip-offline.py" "$HOME/.ansible/test/cache/get_pip_${pip_version//./_}.py"
 
-dest="$ROOT/.cache/sanity/ansible_collections/bdp/wan_tune"
-rm -rf "$dest"
+# Outside the checkout: inside it, ansible-test would ask the checkout's git for the
+# file list, where .cache/ is ignored, and skip every target.
+work="$(mktemp -d "${TMPDIR:-/tmp}/bdp-wan-tune-sanity.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+dest="$work/ansible_collections/bdp/wan_tune"
 mkdir -p "$dest"
 git ls-files -z --cached --others --exclude-standard \
     | rsync -a --from0 --ignore-missing-args --files-from=- ./ "$dest/"
 cd "$dest"
-ansible-test sanity --local --python 3.11 --requirements --color no "$@"
+log="$work/sanity.log"
+ansible-test sanity --local --python 3.11 --requirements --color no "$@" 2>&1 | tee "$log"
+if grep -q "All targets skipped" "$log"; then
+    echo "sanity: ansible-test found no targets to test in $dest" >&2
+    exit 1
+fi
