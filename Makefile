@@ -4,14 +4,18 @@ SHELL := /bin/bash
 
 RATE ?= 1g
 RTT ?= 98
+LOSS ?= 0
+MTU ?= 9000
+DURATION ?= 15
 INVENTORY ?=
 
-.PHONY: help setup image demo test lint sanity units molecule host-test clean
+.PHONY: help setup image demo test lint sanity units molecule host-test lab-test benchmark clean
 
 help:
-	@echo "make demo [RATE=1g RTT=98] [INVENTORY=path]  set up, then tune the lab hosts (or your inventory)"
+	@echo "make demo [RATE=1g RTT=98 LOSS=0 MTU=9000 DURATION=15] [INVENTORY=path]"
+	@echo "                                            set up, then show before/after tuning over the lab link (or tune your inventory)"
 	@echo "make test                                    set up, then run every check CI runs"
-	@echo "make lint | sanity | units | molecule | host-test   one part of the tests"
+	@echo "make lint | sanity | units | molecule | host-test | lab-test   one part of the tests"
 
 setup:
 	@bash scripts/setup.sh
@@ -20,7 +24,8 @@ image: setup
 	@bash scripts/build-image.sh
 
 demo: image
-	@RATE='$(RATE)' RTT='$(RTT)' INVENTORY='$(INVENTORY)' bash scripts/demo.sh
+	@RATE='$(RATE)' RTT='$(RTT)' LOSS='$(LOSS)' MTU='$(MTU)' DURATION='$(DURATION)' INVENTORY='$(INVENTORY)' \
+		bash scripts/demo.sh
 
 test: image
 	@bash scripts/test.sh all
@@ -39,6 +44,9 @@ molecule: image
 
 host-test: setup
 	@bash scripts/test.sh host
+
+lab-test: image
+	@bash scripts/test.sh lab
 
 clean:
 	rm -rf .cache/sanity tests/output .pytest_cache

@@ -5,6 +5,5 @@ export ROOT
 export PATH="$ROOT/.venv/bin:$PATH"
 export CONTAINERS_CONF="$ROOT/scripts/containers.conf"
 export ANSIBLE_COLLECTIONS_PATH="$ROOT/.cache/collections:$ROOT/.venv/lib/python3.11/site-packages"
-export ANSIBLE_COLLECTIONS_SCAN_SYS_PATH=false
 export ANSIBLE_LOCALHOST_WARNING=false
 export ANSIBLE_FORCE_COLOR="${ANSIBLE_FORCE_COLOR:-false}"

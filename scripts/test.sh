@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every check of the project; `make test` runs them all (CI: .ci/run).
-#   scripts/test.sh all | lint | sanity | units | molecule | host
+#   scripts/test.sh all | lint | sanity | units | molecule | host | lab
 set -euo pipefail
 # shellcheck source=scripts/env.sh
 . "$(dirname "${BASH_SOURCE[0]}")/env.sh"
@@ -21,7 +21,7 @@ sanity() {
 }
 
 units() {
-    stage "unit tests"
+    stage "unit tests (collection and lab)"
     python -m pytest tests/unit -q
 }
 
@@ -32,17 +32,23 @@ molecule_default() {
 
 host() {
     stage "controller host run (initial network namespace)"
-    python -m pytest tests/integration -q
+    python -m pytest tests/integration/test_controller_host.py -q
+}
+
+lab() {
+    stage "WAN lab: stock vs tuned over an emulated 1 Gbit/s, 98 ms link"
+    python -m pytest tests/integration/test_lab_demo.py -q
 }
 
 started=$(date +%s)
 case "${1:-all}" in
-    all) lint; sanity; units; molecule_default; host ;;
+    all) lint; sanity; units; molecule_default; host; lab ;;
     lint) lint ;;
     sanity) sanity ;;
     units) units ;;
     molecule) molecule_default ;;
     host) host ;;
-    *) echo "usage: $0 all|lint|sanity|units|molecule|host" >&2; exit 2 ;;
+    lab) lab ;;
+    *) echo "usage: $0 all|lint|sanity|units|molecule|host|lab" >&2; exit 2 ;;
 esac
 stage "done in $(( $(date +%s) - started )) s"

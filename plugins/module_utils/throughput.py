@@ -35,6 +35,8 @@ WINDOW_MATCH = Decimal('0.2')
 # The Mathis et al. constant sqrt(3/2) for the loss-limited throughput of Reno-like TCP.
 MATHIS_C = Decimal('1.22')
 DEFAULT_MSS = 1448
+# IPv4 (20) + TCP (20) + timestamp option (12) bytes in front of each segment's payload.
+TCP_IP_OVERHEAD = 52
 
 SIZE_HELP = ("bytes (4194304), or a number with K, M or G (1024-based, as iperf3 -w reads it: "
              "512K, 4M)")
@@ -124,3 +126,10 @@ def mathis_bps(mss, rtt_ms, loss_ratio):
         return None
     return int(Decimal(int(mss)) * 8 * 1000 / Decimal(str(rtt_ms)) * MATHIS_C
                / Decimal(str(math.sqrt(loss_ratio))))
+
+
+def goodput_bps(rate, mtu, rate_name='rate'):
+    """The most TCP payload a link of ``rate`` carries with ``mtu``-byte IP packets (IPv4, timestamps):
+    rate x (MTU - 52) / MTU, e.g. 1 Gbit/s at MTU 9000 -> 994222222 bit/s, at MTU 1500 -> 965333333."""
+    bps = bdp.parse_rate(rate, rate_name)
+    return int(Decimal(bps) * (int(mtu) - TCP_IP_OVERHEAD) / int(mtu))
