@@ -16,6 +16,7 @@ help:
 	@echo "                                            set up, then show before/after tuning over the lab link (or tune your inventory)"
 	@echo "make test                                    set up, then run every check CI runs"
 	@echo "make lint | sanity | units | molecule | host-test | lab-test   one part of the tests"
+	@echo "make benchmark [BENCH_ARGS=--quick]        the WAN-lab scenario matrix: docs/benchmarks.md, JSON and PNG"
 
 setup:
 	@bash scripts/setup.sh
@@ -47,6 +48,9 @@ host-test: setup
 
 lab-test: image
 	@bash scripts/test.sh lab
+
+benchmark: setup
+	@bash -c '. scripts/env.sh && python tests/lab/benchmark.py $(BENCH_ARGS)'
 
 clean:
 	rm -rf .cache/sanity tests/output .pytest_cache

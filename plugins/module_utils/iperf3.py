@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 
 MIN_VERSION = (3, 1)             # JSON with end.sum_sent / sum_received, --logfile, -I
@@ -49,6 +50,31 @@ _ERROR_KINDS = (
 
 class OutputError(ValueError):
     """iperf3 printed nothing this module can read; the message says what was seen."""
+
+
+INSTALL_HINT = ('install the iperf3 package on this host (apt-get install iperf3 / dnf install iperf3, or '
+                'ansible.builtin.package name=iperf3), or point iperf3_path at it')
+
+
+def find_binary(module, configured=None):
+    """The iperf3 to run: ``configured`` when it is an executable file, else the one on PATH; None when missing."""
+    if configured:
+        return configured if os.path.isfile(configured) and os.access(configured, os.X_OK) else None
+    return module.get_bin_path('iperf3', opt_dirs=['/usr/local/bin', '/usr/bin', '/usr/sbin'])
+
+
+def binary_version(module, path, fail):
+    """Version tuple of the iperf3 at ``path``; calls ``fail(msg)`` unless it is iperf3 3.1 or later."""
+    rc, out, err = module.run_command([path, '--version'], environ_update={'LC_ALL': 'C'})
+    version = parse_version(out) or parse_version(err)
+    if version is None:
+        fail('%s --version printed %r, which is not iperf3 (iperf 2 is a different program); %s.'
+             % (path, ' '.join((out or err).split())[:200], INSTALL_HINT))
+    if version[:2] < MIN_VERSION:
+        fail('iperf3 %s on this host is older than 3.1 (its JSON results, pidfile and log file options are needed); '
+             'install iperf3 3.1 or later (the distribution package or https://software.es.net/iperf/).'
+             % version_string(version))
+    return version
 
 
 def parse_version(text):

@@ -186,8 +186,6 @@ PROC = '/proc'
 LISTEN = '0A'
 ESTABLISHED = '01'
 PIDFILE_NAME = re.compile(r'^iperf3-(\d+)\.pid$')
-INSTALL_HINT = ('install the iperf3 package on this host (apt-get install iperf3 / dnf install iperf3, or '
-                'ansible.builtin.package name=iperf3), or point iperf3_path at it')
 
 
 def default_pid_dir():
@@ -334,27 +332,17 @@ class Server(object):
                       'remove it or set pidfile to a path in a directory of your own.' % directory)
 
     def find_iperf3(self):
-        path = self.params['iperf3_path']
-        if path:
-            path = path if os.path.isfile(path) and os.access(path, os.X_OK) else None
-        else:
-            path = self.module.get_bin_path('iperf3', opt_dirs=['/usr/local/bin', '/usr/bin', '/usr/sbin'])
+        path = iperf3.find_binary(self.module, self.params['iperf3_path'])
         if path is None:
             if self.module.check_mode:
                 self.module.warn('iperf3 is not installed on this host; the real run fails unless an earlier task '
-                                 'installs it (%s).' % INSTALL_HINT)
+                                 'installs it (%s).' % iperf3.INSTALL_HINT)
                 return None, None
             self.fail('iperf3 was not found on this host%s; %s.'
-                      % (' at %s' % self.params['iperf3_path'] if self.params['iperf3_path'] else '', INSTALL_HINT))
-        rc, out, err = self.module.run_command([path, '--version'], environ_update={'LC_ALL': 'C'})
-        version = iperf3.parse_version(out) or iperf3.parse_version(err)
-        if version is None:
-            self.fail('%s --version printed %r, which is not iperf3 (iperf 2 is a different program); %s.'
-                      % (path, ' '.join((out or err).split())[:200], INSTALL_HINT))
+                      % (' at %s' % self.params['iperf3_path'] if self.params['iperf3_path'] else '',
+                         iperf3.INSTALL_HINT))
+        version = iperf3.binary_version(self.module, path, self.fail)
         self.result['iperf3_version'] = iperf3.version_string(version)
-        if version[:2] < iperf3.MIN_VERSION:
-            self.fail('iperf3 %s on this host is older than 3.1 (no pidfile or log file for servers, and JSON results '
-                      'the verify module cannot read); install iperf3 3.1 or later.' % self.result['iperf3_version'])
         return path, version
 
     # ------------------------------------------------------------ stop

@@ -367,8 +367,6 @@ NOT_LOSS_BASED = ('bbr', 'bbr2', 'bbr3', 'vegas', 'nv', 'cdg', 'dctcp')
 TIMEOUT_RCS = (124, 137)   # timeout(1): timed out, killed after --kill-after
 FIGURES = ('sender_bps', 'receiver_bps', 'retransmits', 'max_snd_cwnd_bytes', 'max_snd_wnd_bytes', 'mean_rtt_ms',
            'min_rtt_ms', 'congestion', 'cpu_utilization_percent', 'socket_buffers', 'peer_iperf3_version')
-INSTALL_HINT = ('install the iperf3 package on this host (apt-get install iperf3 / dnf install iperf3, or '
-                'ansible.builtin.package name=iperf3), or point iperf3_path at it')
 
 
 def _mbps(bps):
@@ -483,23 +481,9 @@ class Verify(object):
             self.result.update(expectation_bps=ceiling['ceiling_bps'], expectation='ceiling')
 
     # ------------------------------------------------------------ iperf3
-    def find_iperf3(self):
-        path = self.params['iperf3_path']
-        if path:
-            return path if os.path.isfile(path) and os.access(path, os.X_OK) else None
-        return self.module.get_bin_path('iperf3', opt_dirs=['/usr/local/bin', '/usr/bin', '/usr/sbin'])
-
     def version(self, path):
-        rc, out, err = self.module.run_command([path, '--version'], environ_update={'LC_ALL': 'C'})
-        version = iperf3.parse_version(out) or iperf3.parse_version(err)
-        if version is None:
-            self.fail('%s --version printed %r, which is not iperf3 (iperf 2 is a different program); %s.'
-                      % (path, ' '.join((out or err).split())[:200], INSTALL_HINT))
+        version = iperf3.binary_version(self.module, path, self.fail)
         self.result['iperf3_version'] = iperf3.version_string(version)
-        if version[:2] < iperf3.MIN_VERSION:
-            self.fail('iperf3 %s on this host is older than 3.1, whose JSON results this module reads; install '
-                      'iperf3 3.1 or later (the distribution package or https://software.es.net/iperf/).'
-                      % self.result['iperf3_version'])
         return version
 
     def command(self, path, version):
@@ -729,13 +713,13 @@ class Verify(object):
     def main(self):
         self.validate()
         self.plan()
-        path = self.find_iperf3()
+        path = iperf3.find_binary(self.module, self.params['iperf3_path'])
         if self.module.check_mode:
             version = self.version(path) if path else None
             self.result['command'] = self.command(path or 'iperf3', version)
             if not path:
                 self.module.warn('iperf3 is not installed on this host; the real run fails unless an earlier task '
-                                 'installs it (%s).' % INSTALL_HINT)
+                                 'installs it (%s).' % iperf3.INSTALL_HINT)
             self.result['msg'] = ('Check mode: no measurement was made (a test would send data to %s port %d for '
                                   '%d s); the ceiling is %s (%s).'
                                   % (self.server, self.params['port'], self.params['omit'] + self.params['duration'],
@@ -743,7 +727,8 @@ class Verify(object):
             self.module.exit_json(**self.result)
         if not path:
             self.fail('iperf3 was not found on this host%s; %s.'
-                      % (' at %s' % self.params['iperf3_path'] if self.params['iperf3_path'] else '', INSTALL_HINT))
+                      % (' at %s' % self.params['iperf3_path'] if self.params['iperf3_path'] else '',
+                         iperf3.INSTALL_HINT))
         version = self.version(path)
         doc = self.run(path, version)
         self.judge(doc)

@@ -54,29 +54,11 @@ import time
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def _collections_base(root):
-    """The directory holding ``ansible_collections`` for this checkout (creates the .cache link)."""
-    parts = os.path.realpath(root).split(os.sep)
-    if parts[-3:-2] == ['ansible_collections'] and parts[-2:] == ['bdp', 'wan_tune']:
-        return os.sep.join(parts[:-3])
-    base = os.path.join(root, '.cache', 'collections')
-    namespace = os.path.join(base, 'ansible_collections', 'bdp')
-    link = os.path.join(namespace, 'wan_tune')
-    if not (os.path.exists(link) and os.path.samefile(link, root)):
-        os.makedirs(namespace, exist_ok=True)
-        if os.path.islink(link):
-            os.unlink(link)
-        try:
-            os.symlink(os.path.relpath(root, namespace), link)
-        except FileExistsError:
-            pass
-    return base
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import collection_path  # noqa: E402  pylint: disable=wrong-import-position
 
-
-_BASE = _collections_base(REPO_ROOT)
-if _BASE not in sys.path:
-    sys.path.insert(0, _BASE)
-from ansible_collections.bdp.wan_tune.plugins.module_utils import bdp  # noqa: E402  pylint: disable=wrong-import-position
+collection_path.ensure_importable()
+from ansible_collections.bdp.wan_tune.plugins.module_utils import bdp, iperf3  # noqa: E402  pylint: disable=wrong-import-position
 
 PREFIX = 'bdp-lab'
 DEFAULT_NAME = 'bdp-lab'
@@ -1356,7 +1338,8 @@ class Lab(object):
         return status(self.name, self.state_dir)
 
     def iperf3(self, seconds=15, omit=3, extra=(), port=5201, server='B', client='A'):
-        """Single-stream iperf3 from ``client`` to ``server``; returns a summary dict (plus 'json')."""
+        """Single-stream iperf3 from ``client`` to ``server``: module_utils/iperf3.summarize() figures
+        (receiver_bps, retransmits, mean_rtt_ms, congestion, ...) plus the raw result under 'json'."""
         server = _canonical_host(server)
         client = _canonical_host(client)
         self.exec(server, ['iperf3', '-s', '-1', '-D', '-p', str(port), '-B', ADDR[server]], check=True)
@@ -1366,29 +1349,19 @@ class Lab(object):
         while True:
             proc = self.exec(client, argv, timeout=seconds + omit + 120)
             try:
-                result = json.loads(proc.stdout)
-            except ValueError:
-                result = {'error': (proc.stdout + proc.stderr).strip()}
-            if 'error' in result and 'refused' in str(result['error']) and time.monotonic() < deadline:
+                result = iperf3.parse_output(proc.stdout)
+            except iperf3.OutputError as exc:
+                result = {'error': '%s %s' % (exc, proc.stderr.strip())}
+            if result.get('error') and iperf3.classify_error(result['error']) == iperf3.REFUSED \
+                    and time.monotonic() < deadline:
                 time.sleep(0.2)
                 continue
             break
-        if 'error' in result:
+        if result.get('error'):
             raise LabError('iperf3: %s' % result['error'])
-        end = result['end']
-        stream = end['streams'][0]['sender'] if end.get('streams') else {}
-        return {
-            'received_mbps': round(end['sum_received']['bits_per_second'] / 1e6, 1),
-            'sent_mbps': round(end['sum_sent']['bits_per_second'] / 1e6, 1),
-            'retransmits': end['sum_sent'].get('retransmits'),
-            'max_rtt_ms': stream.get('max_rtt', 0) / 1000.0,
-            'mean_rtt_ms': stream.get('mean_rtt', 0) / 1000.0,
-            'max_snd_cwnd': stream.get('max_snd_cwnd'),
-            'sender_cc': end.get('sender_tcp_congestion'),
-            'receiver_cc': end.get('receiver_tcp_congestion'),
-            'seconds': seconds, 'omit': omit,
-            'json': result,
-        }
+        summary = iperf3.summarize(result)
+        summary.update(seconds=seconds, omit=omit, json=result)
+        return summary
 
 
 def status(name=DEFAULT_NAME, state_dir=None):
