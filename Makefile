@@ -24,7 +24,7 @@ setup:
 image: setup
 	@bash scripts/build-image.sh
 
-demo: image
+demo: setup
 	@RATE='$(RATE)' RTT='$(RTT)' LOSS='$(LOSS)' MTU='$(MTU)' DURATION='$(DURATION)' INVENTORY='$(INVENTORY)' \
 		bash scripts/demo.sh
 
@@ -53,4 +53,4 @@ benchmark: setup
 	@bash -c '. scripts/env.sh && python tests/lab/benchmark.py $(BENCH_ARGS)'
 
 clean:
-	rm -rf .cache/sanity tests/output .pytest_cache
+	rm -rf tests/output .pytest_cache

@@ -8,5 +8,7 @@ cd "$ROOT"
 args=(--rate "${RATE:-1g}" --rtt "${RTT:-98}" --loss "${LOSS:-0}" --mtu "${MTU:-9000}" --duration "${DURATION:-15}")
 if [ -n "${INVENTORY:-}" ]; then
     args+=(--inventory "$INVENTORY")
+else
+    bash "$ROOT/scripts/build-image.sh"     # the lab hosts' image
 fi
 exec python tests/lab/demo.py "${args[@]}"

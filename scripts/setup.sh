@@ -80,7 +80,7 @@ fi
 want="$(sha256sum "$REQ" | cut -d' ' -f1)"
 have="$(cat "$STAMP" 2>/dev/null || true)"
 if [ "$want" != "$have" ]; then
-    log "pip install -r requirements.txt (takes ~30 s the first time)"
+    log "pip install -r requirements.txt (about a minute the first time)"
     if ! "$VENV/bin/python" -m pip install -q --disable-pip-version-check -r "$REQ" \
         >"$VENV/pip-install.log" 2>&1; then
         grep -v "^WARNING: Location 'file:" "$VENV/pip-install.log" | tail -n 40 >&2

@@ -52,7 +52,7 @@ def tcp_buffer_plan(rate, rtt, headroom=_bdp.DEFAULT_HEADROOM, flows=None, mem_t
 
 
 def tcp_buffer(rate, rtt, headroom=_bdp.DEFAULT_HEADROOM):
-    """'1g' | tcp_buffer(98) -> 49000000 bytes (headroom x BDP, at most 2147483647)."""
+    """'1g' | tcp_buffer(98) -> 98000000 bytes (headroom x BDP, at most 2147483647)."""
     return tcp_buffer_plan(rate, rtt, headroom)['buffer_bytes']
 
 

@@ -21,7 +21,7 @@ MAX_RATE_BPS = 16 * 10 ** 11        # 1.6 Tbit/s
 MIN_RTT_MS = Decimal('0.001')       # 1 microsecond
 MAX_RTT_MS = Decimal(10000)         # 10 s
 MIN_HEADROOM = Decimal(2)           # Linux keeps part of each socket buffer for overhead
-DEFAULT_HEADROOM = 4                # see docs/bdp.md: buffer headroom under loss
+DEFAULT_HEADROOM = 8                # docs/bdp.md, 'Choosing the default headroom' (WAN-lab benchmark)
 BACKLOG_MIN = 1000                  # the kernel's default net.core.netdev_max_backlog
 BACKLOG_MAX = 250000                # ESnet's figure for 100 Gbit/s hosts
 BACKLOG_WINDOW_BITS = 400000        # 30 ms of 1500-byte packets: rate / (1500 * 8 / 0.030)
@@ -150,11 +150,13 @@ def buffer_plan(rate, rtt, headroom=DEFAULT_HEADROOM, flows=None, mem_total_byte
     warnings = []
     size = min(wanted, INT_MAX)
     if wanted > INT_MAX:
-        warnings.append('%s x BDP is %d bytes, above the kernel limit %d; buffers are clamped to %d, which '
-                        'fills at most %s Mbit/s at %s ms.'
-                        % (_strip(factor), wanted, INT_MAX, INT_MAX,
-                           _strip((Decimal(INT_MAX) / factor * 8000 / ms / 10 ** 6).quantize(Decimal(1))),
-                           _strip(ms)))
+        # the highest rate at which INT_MAX still holds the given multiple of the BDP
+        reach = dict((f, _strip((Decimal(INT_MAX) / f * 8000 / ms / 10 ** 6).quantize(Decimal(1))))
+                     for f in (factor, MIN_HEADROOM))
+        warnings.append('%s x BDP is %d bytes, above the kernel limit %d; buffers are clamped to %d, which still '
+                        'gives %s x BDP up to %s Mbit/s and the 2 x BDP floor up to %s Mbit/s at %s ms.'
+                        % (_strip(factor), wanted, INT_MAX, INT_MAX, _strip(factor), reach[factor],
+                           reach[MIN_HEADROOM], _strip(ms)))
     if flows is not None:
         if isinstance(flows, bool) or not isinstance(flows, int) or flows < 1:
             raise UnitError('%s: %s is not usable; expected a whole number of concurrent flows, 1 or more.'

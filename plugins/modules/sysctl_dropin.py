@@ -183,12 +183,10 @@ restored:
   sample: {"net.ipv4.tcp_rmem": "4096 131072 6291456"}
 """
 
-import json
 import os
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.bdp.wan_tune.plugins.module_utils import sysctl
+from ansible_collections.bdp.wan_tune.plugins.module_utils import files, sysctl
 
 NAMESPACE_REASON = 'owned by the host kernel; read-only in this network namespace'
 CC_KEY = 'net.ipv4.tcp_congestion_control'
@@ -236,37 +234,10 @@ class DropIn(object):
         self.module.fail_json(msg=msg, **self.result)
 
     def read_file(self):
-        try:
-            with open(self.path, 'r') as handle:
-                return handle.read()
-        except (IOError, OSError):
-            return None
+        return files.read_text(self.path)
 
     def write_file(self, content):
-        directory = os.path.dirname(self.path) or '.'
-        if not os.path.isdir(directory):
-            os.makedirs(directory, 0o755)
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix='.bdp-wan-tune-')
-        with os.fdopen(fd, 'w') as handle:
-            handle.write(content)
-        os.chmod(tmp, 0o644)
-        self.module.atomic_move(tmp, self.path)
-        os.chmod(self.path, 0o644)  # atomic_move() gives a new file 0666 & ~umask
-
-    def load_state(self):
-        try:
-            with open(self.state_file, 'r') as handle:
-                return json.load(handle)
-        except (IOError, OSError, ValueError):
-            return {}
-
-    def save_state(self, state):
-        if not os.path.isdir(self.params['state_dir']):
-            os.makedirs(self.params['state_dir'], 0o755)
-        fd, tmp = tempfile.mkstemp(dir=self.params['state_dir'])
-        with os.fdopen(fd, 'w') as handle:
-            json.dump(state, handle, indent=2, sort_keys=True)
-        self.module.atomic_move(tmp, self.state_file)
+        files.write_atomic(self.module, self.path, content)
 
     # ----------------------------------------------------------------- plan
     def skip_reason(self, key, wanted, current):
@@ -342,7 +313,7 @@ class DropIn(object):
 
     # ---------------------------------------------------------------- apply
     def apply(self, changes, old_text, new_text):
-        state = self.load_state()
+        state = files.load_record(self.state_file)
         originals = state.setdefault('original', {})
         for key in changes:
             originals.setdefault(key, self.result['settings'][key]['before'])
@@ -350,7 +321,7 @@ class DropIn(object):
         written = []
         try:
             if changes:
-                self.save_state(state)
+                files.save_record(self.module, self.state_file, state)
             if old_text != new_text:
                 self.write_file(new_text)
             for key in changes:
@@ -404,7 +375,7 @@ class DropIn(object):
 
     def absent(self):
         old_text = self.read_file()
-        state = self.load_state()
+        state = files.load_record(self.state_file)
         ours = dict(sysctl.parse_conf(old_text or ''))
         restore = {}
         for key, value in state.get('original', {}).items():
@@ -427,10 +398,7 @@ class DropIn(object):
                 self.fail('Restoring %s to %s failed: %s; the file was kept so you can retry.' % (key, value, exc))
         if old_text is not None:
             os.unlink(self.path)
-        if os.path.exists(self.state_file):
-            os.unlink(self.state_file)
-            if not os.listdir(self.params['state_dir']):
-                os.rmdir(self.params['state_dir'])
+        files.save_record(self.module, self.state_file, {})
 
     def diff(self, old_text, new_text, changes):
         live = self.result['settings']
@@ -457,7 +425,7 @@ def main():
             allow_lower=dict(type='bool', default=False),
             strict=dict(type='bool', default=False),
             state=dict(type='str', default='present', choices=['present', 'absent']),
-            state_dir=dict(type='path', default='/var/lib/bdp_wan_tune'),
+            state_dir=dict(type='path', default=files.STATE_DIR),
         ),
         required_if=[('state', 'present', ('settings',))],
         supports_check_mode=True,

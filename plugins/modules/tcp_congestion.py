@@ -18,8 +18,9 @@ description:
     reported and the run continues, because Linux 4.13 and later pace TCP without fq.
   - It does not set the default congestion control; the P(bdp.wan_tune.bbr#role) role does that with
     M(bdp.wan_tune.sysctl_dropin), so all kernel parameters go through one file and one engine.
-  - With O(state=absent), removes O(modules_load_file) and takes O(qdisc) off O(interfaces) where it is the root
-    qdisc, so the kernel's default root qdisc comes back. Loaded modules stay loaded until the next boot.
+  - With O(state=absent), removes O(modules_load_file) and takes fq off the interfaces this module put it on
+    (recorded in O(state_dir)), so the kernel's default root qdisc comes back; fq an interface had before is left
+    alone. Loaded modules stay loaded until the next boot.
   - With O(state=verified), opens a TCP connection over loopback and reads the congestion control the kernel gave
     it (C(getsockopt TCP_CONGESTION), and C(ss -ti) where present). Fails when it is not O(algorithm), except in
     check mode, where the change it verifies was not made; it then only reports. Never changes anything.
@@ -52,6 +53,10 @@ options:
     description: Comment text written at the top of O(modules_load_file) (for example C(ansible_managed)).
     type: str
     default: ''
+  state_dir:
+    description: Where the root qdisc each interface had before this module changed it is recorded (C(qdisc.json)).
+    type: path
+    default: /var/lib/bdp_wan_tune
   state:
     description:
       - V(available) prepares the kernel; V(absent) undoes the files and qdiscs; V(verified) checks a live socket and
@@ -140,15 +145,7 @@ import re
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.bdp.wan_tune.plugins.module_utils import sysctl
-
-
-def _read(path):
-    try:
-        with open(path, 'r') as handle:
-            return handle.read()
-    except (IOError, OSError):
-        return None
+from ansible_collections.bdp.wan_tune.plugins.module_utils import files, sysctl
 
 
 def kernel_config(option):
@@ -159,7 +156,7 @@ def kernel_config(option):
         with gzip.open('/proc/config.gz', 'rt') as handle:
             text = handle.read()
     except (IOError, OSError, EOFError):
-        text = _read('/boot/config-%s' % release)
+        text = files.read_text('/boot/config-%s' % release)
     if text is None:
         return None
     match = re.search(r'^%s=(\w+)$' % re.escape(option), text, re.M)
@@ -173,7 +170,7 @@ class Kernel(object):
         self.modprobe = module.get_bin_path('modprobe', opt_dirs=['/sbin', '/usr/sbin'])
 
     def builtin(self, name):
-        text = _read('/lib/modules/%s/modules.builtin' % self.release)
+        text = files.read_text('/lib/modules/%s/modules.builtin' % self.release)
         if text is not None:
             return re.search(r'/%s\.ko$' % re.escape(name), text, re.M) is not None
         return None
@@ -213,11 +210,11 @@ class Kernel(object):
 
 def default_route_interfaces():
     found = []
-    for line in (_read('/proc/net/route') or '').splitlines()[1:]:
+    for line in (files.read_text('/proc/net/route') or '').splitlines()[1:]:
         fields = line.split()
         if len(fields) > 2 and fields[1] == '00000000' and fields[0] not in found:
             found.append(fields[0])
-    for line in (_read('/proc/net/ipv6_route') or '').splitlines():
+    for line in (files.read_text('/proc/net/ipv6_route') or '').splitlines():
         fields = line.split()
         if len(fields) == 10 and fields[0] == '0' * 32 and fields[1] == '00' and fields[9] != 'lo' \
                 and fields[9] not in found:
@@ -266,7 +263,7 @@ def available(module):
 
 def persist(module, names, result):
     path = module.params['modules_load_file']
-    old = _read(path)
+    old = files.read_text(path)
     header = module.params['header'].rstrip('\n')
     new = (header + '\n' if header else '') + ''.join(name + '\n' for name in names) if names else None
     if old == new:
@@ -278,15 +275,7 @@ def persist(module, names, result):
     if new is None:
         os.unlink(path)
         return
-    directory = os.path.dirname(path)
-    if not os.path.isdir(directory):
-        os.makedirs(directory, 0o755)
-    tmp = path + '.bdp-wan-tune.tmp'
-    with open(tmp, 'w') as handle:
-        handle.write(new)
-    os.chmod(tmp, 0o644)
-    module.atomic_move(tmp, path)
-    os.chmod(path, 0o644)  # atomic_move() gives a new file 0666 & ~umask
+    files.write_atomic(module, path, new)
 
 
 def root_qdisc(module, tc, name):
@@ -297,44 +286,69 @@ def root_qdisc(module, tc, name):
     return fields[1] if len(fields) > 1 else 'none'
 
 
-def set_qdiscs(module, result, remove=False):
-    """Put fq on the interfaces as root qdisc, or with remove=True take it off again."""
-    names = module.params['interfaces'] or default_route_interfaces()
-    missing = [name for name in names if not os.path.isdir('/sys/class/net/%s' % name)]
-    if missing and not remove:
-        module.fail_json(msg='interfaces: %s do not exist on this host (it has %s); name existing interfaces or leave '
-                             'the list empty for the default-route interfaces.'
-                             % (', '.join(missing), ', '.join(sorted(os.listdir('/sys/class/net')))), **result)
-    names = [name for name in names if name not in missing]
+def qdisc_record(module):
+    return os.path.join(module.params['state_dir'], 'qdisc.json')
+
+
+def _tc(module, names, result):
     tc = module.get_bin_path('tc', opt_dirs=['/sbin', '/usr/sbin']) if names else None
     if names and not tc:
         module.fail_json(msg='tc is missing; install iproute2 to change the qdisc of %s.' % ', '.join(names), **result)
+    return tc
+
+
+def _change_qdisc(module, result, name, before, after, argv):
+    result['interfaces'][name] = {'before': before, 'after': after}
+    result['changed'] = True
+    result['diff'].append({'before': 'root qdisc %s\n' % before, 'after': 'root qdisc %s\n' % after,
+                           'before_header': name, 'after_header': name})
+    if not module.check_mode:
+        rc, out, err = module.run_command(argv)
+        if rc != 0:
+            module.fail_json(msg='%s failed: %s' % (' '.join(argv), err.strip()), **result)
+
+
+def set_qdiscs(module, result):
+    """Put fq on the interfaces as root qdisc; record what each had, for state=absent."""
+    names = module.params['interfaces'] or default_route_interfaces()
+    missing = [name for name in names if not os.path.isdir('/sys/class/net/%s' % name)]
+    if missing:
+        module.fail_json(msg='interfaces: %s do not exist on this host (it has %s); name existing interfaces or leave '
+                             'the list empty for the default-route interfaces.'
+                             % (', '.join(missing), ', '.join(sorted(os.listdir('/sys/class/net')))), **result)
+    tc = _tc(module, names, result)
+    record = files.load_record(qdisc_record(module))
     for name in names:
         before = root_qdisc(module, tc, name)
-        if remove:
-            if before != 'fq':
-                continue
-            argv, after = [tc, 'qdisc', 'del', 'dev', name, 'root'], 'kernel default'
-        else:
-            if before == 'fq':
-                result['interfaces'][name] = {'before': before, 'after': before}
-                continue
-            argv, after = [tc, 'qdisc', 'replace', 'dev', name, 'root', 'fq'], 'fq'
-        result['interfaces'][name] = {'before': before, 'after': after}
-        result['changed'] = True
-        result['diff'].append({'before': 'root qdisc %s\n' % before, 'after': 'root qdisc %s\n' % after,
-                               'before_header': name, 'after_header': name})
+        if before == 'fq':
+            result['interfaces'][name] = {'before': before, 'after': before}
+            continue
+        record.setdefault(name, before)
         if not module.check_mode:
-            rc, out, err = module.run_command(argv)
-            if rc != 0:
-                module.fail_json(msg='%s failed: %s' % (' '.join(argv), err.strip()), **result)
+            files.save_record(module, qdisc_record(module), record)
+        _change_qdisc(module, result, name, before, 'fq', [tc, 'qdisc', 'replace', 'dev', name, 'root', 'fq'])
+
+
+def remove_qdiscs(module, result):
+    """Take fq off the interfaces this module put it on (kernel default root qdisc comes back)."""
+    record = files.load_record(qdisc_record(module))
+    names = [name for name in record if os.path.isdir('/sys/class/net/%s' % name)]
+    tc = _tc(module, names, result)
+    for name in names:
+        before = root_qdisc(module, tc, name)
+        if before == 'fq' and record[name] != 'fq':
+            _change_qdisc(module, result, name, before, 'kernel default (was %s)' % record[name],
+                          [tc, 'qdisc', 'del', 'dev', name, 'root'])
+    if record:
+        result['changed'] = True
+        if not module.check_mode:
+            files.save_record(module, qdisc_record(module), {})
 
 
 def absent(module):
     result = {'changed': False, 'kernel': os.uname()[2], 'interfaces': {}, 'diff': []}
     persist(module, [], result)
-    if module.params['qdisc'] == 'fq':
-        set_qdiscs(module, result, remove=True)
+    remove_qdiscs(module, result)
     return result
 
 
@@ -384,6 +398,7 @@ def main():
             modules_load_file=dict(type='path', default='/etc/modules-load.d/bdp-wan-tune.conf'),
             header=dict(type='str', default=''),
             state=dict(type='str', default='available', choices=['available', 'absent', 'verified']),
+            state_dir=dict(type='path', default=files.STATE_DIR),
         ),
         supports_check_mode=True,
     )

@@ -22,7 +22,7 @@ PLAYBOOK = os.path.join(ROOT, 'playbooks', 'wan_tune.yml')
 KEYS = ('net.core.rmem_max', 'net.core.wmem_max', 'net.core.netdev_max_backlog', 'net.ipv4.tcp_rmem',
         'net.ipv4.tcp_wmem', 'net.ipv4.tcp_mtu_probing', 'net.ipv4.tcp_window_scaling', 'net.ipv4.tcp_sack',
         'net.ipv4.tcp_timestamps', 'net.ipv4.tcp_moderate_rcvbuf', 'net.ipv4.tcp_congestion_control')
-BUFFER = 49000000  # 4 x BDP for 1 Gbit/s x 98 ms
+BUFFER = 98000000  # 8 x BDP (the default headroom) for 1 Gbit/s x 98 ms
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason='writes /proc/sys: needs root on the controller')
 

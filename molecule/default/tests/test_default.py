@@ -1,18 +1,18 @@
 # -*- coding: utf-8 -*-
 """Verify the tuned lab hosts (after converge, and again after the containers restarted).
 
-wan-a: rate 1g, RTT 98 ms -> BDP 12250000 bytes, buffers 4 x BDP = 49000000 bytes.
-wan-b: rate 500m (inventory host variable) -> BDP 6125000 bytes, buffers 24500000 bytes.
+wan-a: rate 1g, RTT 98 ms -> BDP 12250000 bytes, buffers 8 x BDP = 98000000 bytes.
+wan-b: rate 500m (inventory host variable) -> BDP 6125000 bytes, buffers 49000000 bytes.
 """
 
 import json
 
 import pytest
 
-BUFFERS = {'wan-a': 49000000, 'wan-b': 24500000}
+BUFFERS = {'wan-a': 98000000, 'wan-b': 49000000}
 FORMULA = {
-    'wan-a': '4 x BDP = 49000000 bytes (49 MB); BDP = 1 Gbit/s x 98 ms / 8 = 12250000 bytes (12.25 MB)',
-    'wan-b': '4 x BDP = 24500000 bytes (24.5 MB); BDP = 500 Mbit/s x 98 ms / 8 = 6125000 bytes (6.125 MB)',
+    'wan-a': '8 x BDP = 98000000 bytes (98 MB); BDP = 1 Gbit/s x 98 ms / 8 = 12250000 bytes (12.25 MB)',
+    'wan-b': '8 x BDP = 49000000 bytes (49 MB); BDP = 500 Mbit/s x 98 ms / 8 = 6125000 bytes (6.125 MB)',
 }
 BUFFER_FILE = '/etc/sysctl.d/90-bdp-wan-tune-buffers.conf'
 BBR_FILE = '/etc/sysctl.d/90-bdp-wan-tune-bbr.conf'

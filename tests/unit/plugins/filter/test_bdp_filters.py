@@ -49,7 +49,7 @@ def test_bdp_1g_98(filters):
 
 
 def test_tcp_buffer(filters, warnings):
-    assert filters['tcp_buffer']('1g', 98) == 49000000
+    assert filters['tcp_buffer']('1g', 98) == 98000000
     assert filters['tcp_buffer']('1g', 98, 2) == 24500000
     assert filters['tcp_buffer']('1g', 98, headroom='2.5') == 30625000
     assert warnings == []
@@ -78,7 +78,7 @@ def test_rtt_ms(filters, value, ms):
 def test_tcp_buffer_plan(filters, warnings):
     plan = filters['tcp_buffer_plan']('1g', 98)
     assert plan == bdp_utils.buffer_plan('1g', 98)
-    assert plan['buffer_bytes'] == 49000000
+    assert plan['buffer_bytes'] == 98000000
     assert plan['netdev_max_backlog'] == 2500
     assert warnings == []
 
@@ -86,7 +86,7 @@ def test_tcp_buffer_plan(filters, warnings):
 def test_tcp_buffer_plan_memory_guard_from_megabytes(filters, warnings):
     plan = filters['tcp_buffer_plan']('1g', 98, flows=100, mem_total_mb=8192)
     assert plan['warnings'] == [
-        "100 flows x 49000000-byte buffers need 4673 MiB, more than 25% of this host's 8192 MiB RAM; "
+        "100 flows x 98000000-byte buffers need 9346 MiB, more than 25% of this host's 8192 MiB RAM; "
         "lower the flow count or headroom, or check net.ipv4.tcp_mem (pages) allows it."]
     assert warnings == plan['warnings']          # each warning is shown once
 

@@ -300,17 +300,17 @@ def test_netdev_backlog(rate_bps, backlog):
 def test_buffer_plan_1g_98ms_default_headroom():
     plan = bdp.buffer_plan('1g', 98)
     assert plan == {
-        'formula': '4 x BDP = 49000000 bytes (49 MB); BDP = 1 Gbit/s x 98 ms / 8 = 12250000 bytes (12.25 MB)',
+        'formula': '8 x BDP = 98000000 bytes (98 MB); BDP = 1 Gbit/s x 98 ms / 8 = 12250000 bytes (12.25 MB)',
         'rate_bps': 1000000000,
         'rtt_ms': 98.0,
         'bdp_bytes': 12250000,
-        'headroom': 4.0,
-        'buffer_bytes': 49000000,
+        'headroom': 8.0,
+        'buffer_bytes': 98000000,
         'clamped': False,
         'netdev_max_backlog': 2500,
         'warnings': [],
     }
-    assert bdp.DEFAULT_HEADROOM == 4
+    assert bdp.DEFAULT_HEADROOM == 8
 
 
 def test_buffer_plan_headroom_2():
@@ -345,11 +345,12 @@ def test_buffer_plan_clamps_at_int_max_with_a_warning():
     assert plan['buffer_bytes'] == bdp.INT_MAX == 2147483647
     assert plan['clamped'] is True
     assert plan['warnings'] == [
-        '4 x BDP is 4900000000 bytes, above the kernel limit 2147483647; buffers are clamped to 2147483647, '
-        'which fills at most 43826 Mbit/s at 98 ms.']
-    # the rate the clamped buffer can still fill: INT_MAX / headroom per RTT
-    assert round(bdp.INT_MAX / 4 * 8 / 0.098 / 1e6) == 43826
-    assert plan['formula'].startswith('4 x BDP = 2147483647 bytes (2.147 GB); ')
+        '8 x BDP is 9800000000 bytes, above the kernel limit 2147483647; buffers are clamped to 2147483647, '
+        'which still gives 8 x BDP up to 21913 Mbit/s and the 2 x BDP floor up to 87652 Mbit/s at 98 ms.']
+    # the rates at which the clamped buffer still holds 8 and 2 BDPs: INT_MAX / factor per RTT
+    assert round(bdp.INT_MAX / 8 * 8 / 0.098 / 1e6) == 21913
+    assert round(bdp.INT_MAX / 2 * 8 / 0.098 / 1e6) == 87652
+    assert plan['formula'].startswith('8 x BDP = 2147483647 bytes (2.147 GB); ')
 
 
 def test_buffer_plan_not_clamped_just_below_int_max():
@@ -360,7 +361,7 @@ def test_buffer_plan_not_clamped_just_below_int_max():
 
 
 def test_buffer_plan_memory_guard_warns():
-    plan = bdp.buffer_plan('1g', 98, flows=100, mem_total_bytes=8 * GIB)
+    plan = bdp.buffer_plan('1g', 98, headroom=4, flows=100, mem_total_bytes=8 * GIB)
     assert plan['buffer_bytes'] == 49000000
     assert plan['warnings'] == [
         "100 flows x 49000000-byte buffers need 4673 MiB, more than 25% of this host's 8192 MiB RAM; "
@@ -381,7 +382,7 @@ def test_buffer_plan_memory_guard_share_is_configurable():
     (10, 490000000 * 4),    # exactly the share: not more than it
 ])
 def test_buffer_plan_memory_guard_silent(flows, mem):
-    assert bdp.buffer_plan('1g', 98, flows=flows, mem_total_bytes=mem)['warnings'] == []
+    assert bdp.buffer_plan('1g', 98, headroom=4, flows=flows, mem_total_bytes=mem)['warnings'] == []
 
 
 @pytest.mark.parametrize('flows', [0, -1, 1.5, '4', True, [], {}])
