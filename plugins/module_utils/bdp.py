@@ -104,7 +104,7 @@ def parse_rtt(value, name='rtt'):
 
 def parse_headroom(value, name='headroom'):
     """Return a buffer headroom factor (Decimal, at least 2) from a number."""
-    accepted = 'a number of BDPs from 2 (the floor) to 64, e.g. 4'
+    accepted = 'a number of BDPs from 2 (the floor) to 64, e.g. 8'
     number, unit = _number(value, name, accepted)
     if unit:
         raise UnitError('%s: %s has a unit; expected %s.' % (name, _fmt(value), accepted))
