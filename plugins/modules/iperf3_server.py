@@ -67,17 +67,15 @@ options:
   iperf3_path:
     description: The iperf3 program. Default - C(iperf3) from the PATH.
     type: path
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: Nothing is started or stopped; RV(port) is the port that would be used.
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
   platform:
-    description: Target OS/families that can be operated against.
-    support: N/A
     platforms: linux
 requirements:
   - iperf3 3.1 or later (the C(iperf3) package); 3.11 or later for the idle timeout to end an unused server.

@@ -128,17 +128,15 @@ options:
   iperf3_path:
     description: The iperf3 program. Default - C(iperf3) from the PATH.
     type: path
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: No test is run; the result has RV(measured=false), the command that would run and the ceiling.
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
   platform:
-    description: Target OS/families that can be operated against.
-    support: N/A
     platforms: linux
     details: The ceiling reads this host's buffer maxima from C(/proc/sys/net/ipv4/tcp_wmem) and C(tcp_rmem).
 requirements:

@@ -91,17 +91,15 @@ options:
     description: Where the values from before the first change are recorded, one JSON file per drop-in file.
     type: path
     default: /var/lib/bdp_wan_tune
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: full
     details: Shows the file change and the live value change of every key.
   platform:
-    description: Target OS/families that can be operated against.
-    support: N/A
     platforms: linux
 notes:
   - Runs once per host whatever the number of keys; it opens one file in /proc/sys per key and starts no process.

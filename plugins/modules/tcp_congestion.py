@@ -64,17 +64,15 @@ options:
     type: str
     choices: [available, absent, verified]
     default: available
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: full
     details: Shows the modules-load file and each interface's root qdisc change.
   platform:
-    description: Target OS/families that can be operated against.
-    support: N/A
     platforms: linux
 requirements:
   - C(tc) from iproute2 to change qdiscs; C(modprobe) from kmod to load modules.
