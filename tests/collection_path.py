@@ -37,7 +37,6 @@ def collections_base(root=REPO_ROOT):
     return base
 
 
-
 def ensure_importable():
     """Put the collections base of this checkout on sys.path; return it."""
     base = collections_base(REPO_ROOT)

@@ -344,7 +344,6 @@ command:
   sample: [/usr/bin/iperf3, -c, 198.18.0.2, -p, "5201", -t, "10", -O, "2", -P, "1", -J, --get-server-output]
 """
 
-import os
 import platform
 import random
 import time

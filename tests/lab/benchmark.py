@@ -234,7 +234,10 @@ def main(argv=None):
     report = {'started': time.strftime('%Y-%m-%dT%H:%M:%S%z'), 'seconds': args.seconds, 'omit': args.omit,
               'machine': platform.node() and 'Linux %s' % platform.machine(), 'kernel': platform.release(),
               'cpus': os.cpu_count(), 'command': command, 'runs': []}
-    log = lambda msg: print('benchmark: ' + msg, file=sys.stderr)  # noqa: E731
+
+    def log(msg):
+        print('benchmark: ' + msg, file=sys.stderr)
+
     with wanlab.Lab(rate='1g', rtt=98, hosts='netns', name='bdp-lab-bench', log=log) as lab:
         for number, (section, label, settings) in enumerate(runs, 1):
             # a fresh port per run: the previous one-off server may still be closing its listener

@@ -114,7 +114,7 @@ def demo(args):
         'started': time.strftime('%Y-%m-%dT%H:%M:%S%z'),
     }
     print('lab: %s; link goodput ceiling %s' % (result['link'], bdp.human_rate(result['ceiling_bps'])), file=sys.stderr)
-    with tempfile.TemporaryDirectory(prefix='bdp-demo-') as workdir, lab:
+    with lab, tempfile.TemporaryDirectory(prefix='bdp-demo-') as workdir:
         inventory = os.path.join(workdir, 'inventory.ini')
         write_inventory(lab, inventory)
         print('\n== before: stock distribution settings, measuring %d s ==' % args.duration, file=sys.stderr)

@@ -20,4 +20,3 @@ import collection_path  # noqa: E402  pylint: disable=wrong-import-position
 
 REPO_ROOT = collection_path.REPO_ROOT
 BASE = collection_path.ensure_importable()
-
