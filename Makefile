@@ -9,13 +9,13 @@ MTU ?= 9000
 DURATION ?= 15
 INVENTORY ?=
 
-.PHONY: help setup image demo test lint sanity units molecule host-test lab-test benchmark clean
+.PHONY: help setup image demo test lint sanity units molecule host-test lab-test jumbo-test benchmark clean
 
 help:
 	@echo "make demo [RATE=1g RTT=98 LOSS=0 MTU=9000 DURATION=15] [INVENTORY=path]"
 	@echo "                                            set up, then show before/after tuning over the lab link (or tune your inventory)"
 	@echo "make test                                    set up, then run every check CI runs"
-	@echo "make lint | sanity | units | molecule | host-test | lab-test   one part of the tests"
+	@echo "make lint | sanity | units | molecule | host-test | lab-test | jumbo-test   one part of the tests"
 	@echo "make benchmark [BENCH_ARGS=--quick]        the WAN-lab scenario matrix: docs/benchmarks.md, JSON and PNG"
 
 setup:
@@ -48,6 +48,9 @@ host-test: setup
 
 lab-test: image
 	@bash scripts/test.sh lab
+
+jumbo-test: image
+	@bash scripts/test.sh jumbo
 
 benchmark: setup
 	@bash -c '. scripts/env.sh && python tests/lab/benchmark.py $(BENCH_ARGS)'

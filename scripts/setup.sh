@@ -15,7 +15,7 @@ STAMP="$VENV/.requirements.sha256"
 log() { printf 'setup: %s\n' "$*"; }
 
 # --- apt packages -----------------------------------------------------------
-APT_PKGS=(podman runc debootstrap iperf3 iproute2 rsync make shellcheck)
+APT_PKGS=(podman runc debootstrap iperf3 iproute2 rsync make openssh-client shellcheck)
 OPTIONAL_PKGS=(shellcheck)
 
 is_installed() {

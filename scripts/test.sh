@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every check of the project; `make test` runs them all (CI: .ci/run).
-#   scripts/test.sh all | lint | sanity | units | molecule | host | lab
+#   scripts/test.sh all | lint | sanity | units | molecule | host | lab | jumbo
 set -euo pipefail
 # shellcheck source=scripts/env.sh
 . "$(dirname "${BASH_SOURCE[0]}")/env.sh"
@@ -40,15 +40,23 @@ lab() {
     python -m pytest tests/integration/test_lab_demo.py -q
 }
 
+jumbo() {
+    stage "jumbo frames in the WAN lab (proof, black hole, commit-confirm, lost SSH connection)"
+    python -m pytest tests/integration/test_jumbo_lab.py -q
+    stage "molecule jumbo_mtu (persistence across real restarts: networkd, ifupdown)"
+    bash scripts/molecule.sh jumbo_mtu
+}
+
 started=$(date +%s)
 case "${1:-all}" in
-    all) lint; sanity; units; molecule_default; host; lab ;;
+    all) lint; sanity; units; molecule_default; host; lab; jumbo ;;
     lint) lint ;;
     sanity) sanity ;;
     units) units ;;
     molecule) molecule_default ;;
     host) host ;;
     lab) lab ;;
-    *) echo "usage: $0 all|lint|sanity|units|molecule|host|lab" >&2; exit 2 ;;
+    jumbo) jumbo ;;
+    *) echo "usage: $0 all|lint|sanity|units|molecule|host|lab|jumbo" >&2; exit 2 ;;
 esac
 stage "done in $(( $(date +%s) - started )) s"
