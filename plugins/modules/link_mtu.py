@@ -363,15 +363,10 @@ class LinkMtu(object):
         return files.load_record(self.state_path)
 
     def save_state(self, state):
-        files.write_atomic(self.module, self.state_path, json.dumps(state, indent=2, sort_keys=True) + '\n')
+        files.save_record(self.module, self.state_path, state)
 
     def drop_state(self):
-        if os.path.exists(self.state_path):
-            os.unlink(self.state_path)
-        try:
-            os.rmdir(self.p['state_dir'])
-        except OSError:
-            pass
+        files.save_record(self.module, self.state_path, {})
 
     def set_mtu(self, name, mtu):
         self.run_ip(['link', 'set', 'dev', name, 'mtu', str(mtu)])

@@ -184,7 +184,7 @@ class Persist(object):
         return files.load_record(self.state_path)
 
     def save_state(self, state):
-        files.write_atomic(self.module, self.state_path, json.dumps(state, indent=2, sort_keys=True) + '\n')
+        files.save_record(self.module, self.state_path, state)
 
     def write(self, path, text, mode=0o644):
         files.write_atomic(self.module, path, text, mode)
@@ -608,12 +608,7 @@ class Persist(object):
                     self.run(cmd)
         except (RuntimeError, OSError, IOError) as exc:
             self.fail('Removing the persistence change failed: %s; the record was kept so you can retry.' % exc)
-        if os.path.exists(self.state_path):
-            os.unlink(self.state_path)
-        try:
-            os.rmdir(self.p['state_dir'])
-        except OSError:
-            pass
+        files.save_record(self.module, self.state_path, {})
 
 
 def main():
