@@ -58,7 +58,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import collection_path  # noqa: E402  pylint: disable=wrong-import-position
 
 collection_path.ensure_importable()
-from ansible_collections.bdp.wan_tune.plugins.module_utils import bdp, iperf3  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.bdp.wan_tune.plugins.module_utils import bdp, iperf3, sysctl  # noqa: E402  pylint: disable=wrong-import-position
 
 PREFIX = 'bdp-lab'
 DEFAULT_NAME = 'bdp-lab'
@@ -123,16 +123,7 @@ def _loss(value):
 
 
 def _mtu(value, option, upper=MAX_MTU):
-    accepted = 'a whole number of bytes from %d to %d' % (MIN_MTU, upper)
-    try:
-        if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
-            raise ValueError
-        mtu = int(value)
-    except (TypeError, ValueError):
-        raise LabError('%s: %r is not a whole number; expected %s.' % (option, value, accepted))
-    if mtu < MIN_MTU or mtu > upper:
-        raise LabError('%s: %r is outside %d..%d; expected %s.' % (option, value, MIN_MTU, upper, accepted))
-    return mtu
+    return _whole(value, option, MIN_MTU, upper, 'a whole number of bytes from %d to %d' % (MIN_MTU, upper))
 
 
 def _queue(value, mtu, bdp_bytes):
@@ -281,14 +272,10 @@ def open_tun(netns_path, name=TUN_NAME):
     return fd
 
 
-def sysctl_path(key):
-    return '/proc/sys/' + key.replace('.', '/')
-
-
 def read_sysctl(key, netns_path=None):
     ctx = in_netns(netns_path) if netns_path else contextlib.nullcontext()
     with ctx:
-        with open(sysctl_path(key)) as handle:
+        with open(sysctl.key_path(key)) as handle:
             return ' '.join(handle.read().split())
 
 
@@ -296,7 +283,7 @@ def write_sysctl(key, value, netns_path=None):
     ctx = in_netns(netns_path) if netns_path else contextlib.nullcontext()
     with ctx:
         try:
-            with open(sysctl_path(key), 'w') as handle:
+            with open(sysctl.key_path(key), 'w') as handle:
                 handle.write('%s\n' % value)
         except OSError as exc:
             raise LabError('cannot set %s = %r%s: %s'
