@@ -13,7 +13,9 @@ change ended (confirmed, restored by the timer, restored by the module).
 from __future__ import annotations
 
 import ipaddress
+import json
 import re
+import shlex
 import time
 
 MIN_MTU = 576           # the smallest datagram every IPv4 host must accept (RFC 791)
@@ -364,38 +366,63 @@ def revert_script(token, revert_steps, decided_dir, log_path, deadline):
 
     Whoever creates ``decided_dir`` first (this script or the module confirming/restoring) decides;
     the other backs off.  ``mkdir`` is atomic, so a confirmation that races the timer is safe.
+
+    The script is constant code: every value (token, paths, interface names, MTUs, the JSON-encoded
+    parts of the record) reaches it as data, in single-quoted assignments and positional parameters,
+    so no value is ever parsed as shell code, a printf format or a break in the JSON record.
     """
-    restores = ' '.join('%s=%s' % (name, mtu) for name, _current, mtu in revert_steps)
+    steps = [(str(name), int(mtu)) for name, _current, mtu in revert_steps]
+    restores = ' '.join('%s=%d' % step for step in steps)
+    values = [str(token), str(decided_dir), str(log_path)] + [name for name, _mtu in steps]
+    if any('\0' in value for value in values):
+        raise ValueError('A NUL byte cannot be passed to the commit-confirm script.')
+    words = []
+    for name, mtu in steps:
+        # name as ip gets it, the MTU, and the name JSON-escaped for the "failed" field of the record
+        words += [name, str(mtu), json.dumps(name)[1:-1]]
     lines = [
         '#!/bin/sh',
-        '# bdp.wan_tune.jumbo_mtu commit-confirm for change %s.' % token,
+        # json.dumps: ASCII only and no line breaks, so a value cannot leave the comment
+        '# bdp.wan_tune.jumbo_mtu commit-confirm for change %s.' % json.dumps(str(token)),
         '# Unless the change is confirmed before %s, restore: %s'
-        % (time.strftime('%Y-%m-%d %H:%M:%S %Z', time.localtime(deadline)), restores),
+        % (time.strftime('%Y-%m-%d %H:%M:%S %Z', time.localtime(deadline)), json.dumps(restores)),
+    ]
+    lines += ['#   ip link set dev %s mtu %d' % (_comment_word(name), mtu) for name, mtu in steps]
+    lines += [
         'PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
-        'mkdir %s 2>/dev/null || exit 0' % _q(decided_dir),
-        'echo timer > %s/by' % _q(decided_dir),
+        'token=%s' % shlex.quote(str(token)),
+        'decided=%s' % shlex.quote(str(decided_dir)),
+        'log=%s' % shlex.quote(str(log_path)),
+        'restored=%s' % shlex.quote(restores),
+        'token_json=%s' % shlex.quote(json.dumps(str(token))),
+        'restored_json=%s' % shlex.quote(json.dumps(restores)),
+        # (name, mtu, JSON-escaped name) per step, in the order to restore
+        'set --' + ''.join(' ' + shlex.quote(word) for word in words),
+        'mkdir -- "$decided" 2>/dev/null || exit 0',
+        'echo timer > "$decided/by"',
         'rc=0',
         'failed=""',
-    ]
-    for name, _current, mtu in revert_steps:
-        lines.append('ip link set dev %s mtu %d || { rc=1; failed="$failed %s"; }' % (_q(name), mtu, name))
-    lines += [
+        'while [ "$#" -ge 3 ]; do',
+        '    ip link set dev "$1" mtu "$2" || { rc=1; failed="$failed${failed:+ }$3"; }',
+        '    shift 3',
+        'done',
         'now=$(date +%s)',
-        "printf '{\"token\": \"%s\", \"by\": \"timer\", \"at\": %%s, \"restored\": \"%s\", \"rc\": %%s, "
-        "\"failed\": \"%%s\"}\\n' \"$now\" \"$rc\" \"$failed\" >> %s" % (token, restores, _q(log_path)),
-        'logger -t bdp-wan-tune "jumbo_mtu: change %s not confirmed in time; restored %s (rc $rc)" '
-        '2>/dev/null || true' % (token, restores),
+        'case $now in ""|*[!0-9]*) now=null ;; esac',
+        'printf \'{"token": %s, "by": "timer", "at": %s, "restored": %s, "rc": %s, "failed": "%s"}\\n\' '
+        '"$token_json" "$now" "$restored_json" "$rc" "$failed" >> "$log"',
+        'logger -t bdp-wan-tune "jumbo_mtu: change $token not confirmed in time; restored $restored (rc $rc)" '
+        '2>/dev/null || true',
         'exit $rc',
         '',
     ]
     return '\n'.join(lines)
 
 
-def _q(text):
-    text = str(text)
-    if re.match(r'^[A-Za-z0-9_./:@%+=-]+$', text):
-        return text
-    return "'" + text.replace("'", "'\"'\"'") + "'"
+def _comment_word(text):
+    """``text`` for a comment line: shell-quoted when printable ASCII, else JSON-escaped; never a line break."""
+    if re.match(r'^[\x20-\x7e]+$', text):
+        return shlex.quote(text)
+    return json.dumps(text)
 
 
 def outcome(pending, decided_by, records, now=None):
