@@ -33,6 +33,8 @@ molecule_default() {
 host() {
     stage "controller host run (initial network namespace)"
     python -m pytest tests/integration/test_controller_host.py -q
+    stage "bad inputs stop every host before any change (two hosts on the controller)"
+    python -m pytest tests/integration/test_bad_inputs.py -q
 }
 
 lab() {

@@ -1,0 +1,586 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, bdp.wan_tune contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Action plugin ``bdp.wan_tune.validate_inputs``: check every input of the collection's roles on the controller.
+
+The variable list, types and choices come from each role's ``meta/argument_specs.yml`` (entry point ``main``),
+the defaults from its ``defaults/main.yml``; the playbook's own variables are in PLAYBOOK_OPTIONS.  A value
+from ``-e key=value`` is a string, so booleans and whole numbers are read leniently (``false``, ``4``); what the
+roles then do with them (``| bool``, ``| int``) gives the same meaning.  After the type, each variable gets its
+semantic check (rate, RTT and headroom through module_utils/bdp.py, interface names, MTU and peers through
+module_utils/linkmtu.py).  All problems of a host are reported together; nothing runs on the host.
+
+``check_host()`` is the pure part: it takes the host's variables, already templated, and returns the problems.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import os
+import re
+
+import yaml
+
+from ansible.errors import AnsibleError
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.bdp.wan_tune.plugins.module_utils import bdp as _bdp
+from ansible_collections.bdp.wan_tune.plugins.module_utils import linkmtu as _linkmtu
+
+ROLES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), 'roles')
+ROLES = ('bbr', 'tcp_buffers', 'jumbo_mtu')       # in the order the playbook runs them
+
+# The playbook's own variables (playbooks/wan_tune.yml), checked like role options.
+PLAYBOOK_OPTIONS = {
+    'wan_tune_state': {'type': 'str', 'choices': ['present', 'absent'], 'default': 'present'},
+    'wan_tune_become': {'type': 'bool', 'default': True},
+    'wan_tune_hosts': {'type': 'raw', 'default': 'all'},
+    'jumbo_mtu_enabled': {'type': 'bool', 'default': False},
+}
+# Variables the playbook documents as its inputs; a role default built from one names it: tcp_buffers_rate (-e rate=...).
+PLAYBOOK_INPUTS = ('rate', 'rtt', 'mtu')
+
+BOOL_TRUE = ('true', 'yes', 'on', '1')
+BOOL_FALSE = ('false', 'no', 'off', '0')
+BOOL_HELP = 'true or false (also yes/no, on/off or 1/0, in any case)'
+PATH_HELP = 'an absolute path (starting with /)'
+IFNAME_HELP = 'a Linux interface name: 1 to 15 characters, no spaces, "/" or ":" (eth0, ens3, bond0.100)'
+ALGORITHM_HELP = ('the kernel name of a TCP congestion control: lower-case letters, digits and _, at most 15 '
+                  'characters (bbr, cubic, htcp)')
+LIST_HINT = (" In inventory write a YAML list (%(name)s: [a, b]); on the command line pass JSON: "
+             "-e '{\"%(name)s\": [\"a\", \"b\"]}'.")
+# Whole numbers and their ranges: (lowest, highest or None, what is accepted).
+INT_RANGES = {
+    'tcp_buffers_flows': (1, None, 'a whole number of concurrent bulk flows, 1 or more (default 4)'),
+    'jumbo_mtu_proof_port': (1, 65535, 'a TCP port: a whole number from 1 to 65535 (default 45219)'),
+    'jumbo_mtu_confirm_timeout': (10, None, 'a whole number of seconds, 10 or more (default 180); the whole play '
+                                            'must fit in it'),
+    'jumbo_mtu_probe_count': (1, None, 'a whole number of ICMP echoes per probe size, 1 or more (default 3)'),
+    'jumbo_mtu_platform_max_mtu': (0, _linkmtu.MAX_MTU, '0 (no limit of your own) or an MTU from %d to %d'
+                                   % (_linkmtu.MIN_MTU, _linkmtu.MAX_MTU)),
+}
+MAX_INT_DIGITS = 18
+# Variables parsed by module_utils/bdp.py: what they are and what is accepted.
+NUMBER_PARSERS = {
+    'tcp_buffers_rate': ('a link rate', _bdp.RATE_HELP),
+    'tcp_buffers_rtt': ('a round-trip time', _bdp.RTT_HELP),
+    'tcp_buffers_headroom': ('a number', _bdp.HEADROOM_HELP),
+}
+# The files a role owns: the boot-time readers (systemd-sysctl, systemd-modules-load) only read *.conf.
+OWNED_FILES = ('bbr_sysctl_file', 'bbr_modules_load_file', 'tcp_buffers_sysctl_file')
+SYSCTL_FILES = ('bbr_sysctl_file', 'tcp_buffers_sysctl_file')
+ADMIN_SYSCTL_FILES = ('/etc/sysctl.conf',)
+_FLOAT = re.compile(r'^\s*[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]{1,3})?\s*$')
+_DEFAULT_FROM = re.compile(r'^\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\|\s*default\((.*)\)\s*\}\}$')
+
+
+class Refusal(ValueError):
+    """A value that cannot be used: ``reason`` follows the value, ``accepted`` follows 'expected'."""
+
+    def __init__(self, reason, accepted, hint='', bare=False):
+        super(Refusal, self).__init__(reason)
+        self.reason = reason
+        self.accepted = accepted
+        self.hint = hint
+        self.bare = bare
+
+
+class Unresolved(object):
+    """A variable whose template failed; ``error`` is the templating error."""
+
+    def __init__(self, error):
+        self.error = error
+
+
+def plain(value):
+    """``value`` with Ansible's tagged types turned into the built-in ones (messages never show their class names)."""
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, dict):
+        return dict((plain(key), plain(item)) for key, item in value.items())
+    if isinstance(value, (list, tuple)):
+        return [plain(item) for item in value]
+    return value
+
+
+def show(value):
+    """A value as a message shows it: strings quoted, YAML spelling for the rest, at most about 40 characters."""
+    value = plain(value)
+    if isinstance(value, bool):
+        return 'true' if value else 'false'
+    if value is None:
+        return 'null (empty)'
+    if isinstance(value, (list, dict)):
+        text = yaml.safe_dump(value, default_flow_style=True, width=10 ** 6).strip()
+        return text if len(text) <= _bdp.SHOW_CHARS else '%s... (%d characters)' % (text[:_bdp.SHOW_CHARS], len(text))
+    return _bdp._fmt(value)     # pylint: disable=protected-access
+
+
+def kind(value):
+    """What a value is, in YAML words."""
+    if isinstance(value, bool):
+        return 'a boolean'
+    if value is None:
+        return 'empty (null)'
+    if isinstance(value, (int, float)):
+        return 'a number'
+    if isinstance(value, str):
+        return 'a string'
+    if isinstance(value, dict):
+        return 'a mapping'
+    if isinstance(value, (list, tuple)):
+        return 'a list'
+    return 'not a plain value'
+
+
+# ----------------------------------------------------------------------------- specs
+
+_SPECS = {}
+
+
+def load_specs(roles_dir=ROLES_DIR):
+    """{variable: option} for the playbook and every role: type, elements, choices, default (from defaults/main.yml)."""
+    if roles_dir in _SPECS:
+        return _SPECS[roles_dir]
+    specs = dict((name, dict(option, role=None)) for name, option in PLAYBOOK_OPTIONS.items())
+    for role in ROLES:
+        with open(os.path.join(roles_dir, role, 'meta', 'argument_specs.yml')) as handle:
+            options = yaml.safe_load(handle)['argument_specs']['main']['options']
+        with open(os.path.join(roles_dir, role, 'defaults', 'main.yml')) as handle:
+            defaults = yaml.safe_load(handle) or {}
+        for name, option in options.items():
+            option = dict((key, item) for key, item in option.items() if key != 'description')
+            if name in defaults:
+                option['default'] = defaults[name]
+            specs[name] = dict(option, role=role)
+    _SPECS[roles_dir] = specs
+    return specs
+
+
+class _Var(str):
+    """A default's fallback that names another variable (``default(inventory_hostname)``)."""
+
+
+def default_source(default):
+    """('rate', '') for a default of ``{{ rate | default('') }}``; ('', None) for another template; None otherwise."""
+    if not isinstance(default, str) or '{{' not in default:
+        return None
+    match = _DEFAULT_FROM.match(default)
+    if not match:
+        return '', None
+    fallback = match.group(2).strip()
+    try:
+        return match.group(1), ast.literal_eval(fallback)
+    except (ValueError, SyntaxError):
+        return match.group(1), _Var(fallback) if re.match(r'^[A-Za-z_][A-Za-z0-9_]*$', fallback) else None
+
+
+def resolve(variables, specs=None):
+    """[(variable, value, name shown, set by the user)] for every checked variable, in spec order.
+
+    ``variables`` holds the host's variables that are set (templated).  An unset role variable takes its role
+    default; a default built from another variable (``{{ rate | default('') }}``) takes that one's value and names
+    it: ``tcp_buffers_rate (-e rate=...)``.  A role state left to ``wan_tune_state`` is not repeated: the playbook
+    variable itself is checked.  A default that is some other template is computed by the role, and checked only
+    where the user sets the variable.
+    """
+    specs = specs or load_specs()
+    entries = []
+    for var, option in specs.items():
+        if var in variables:
+            entries.append((var, variables[var], var, True))
+            continue
+        source = default_source(option.get('default'))
+        if source is None:
+            entries.append((var, option.get('default'), var, False))
+            continue
+        feeder, fallback = source
+        if not feeder:
+            continue
+        if feeder in specs:
+            if feeder not in variables:
+                entries.append((var, specs[feeder].get('default', fallback), var, False))
+            continue        # wan_tune_state is checked as itself, once
+        shown = '%s (-e %s=...)' % (var, feeder) if feeder in PLAYBOOK_INPUTS else var
+        if feeder in variables:
+            entries.append((var, variables[feeder], shown, True))
+        elif isinstance(fallback, _Var):
+            entries.append((var, variables.get(fallback), shown, False))
+        else:
+            entries.append((var, fallback, shown, False))
+    return entries
+
+
+# ----------------------------------------------------------------------------- conversions
+
+def to_bool(value):
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in BOOL_TRUE + BOOL_FALSE:
+        return value.strip().lower() in BOOL_TRUE
+    raise Refusal('is not a boolean' if isinstance(value, str) else 'is %s, not a boolean' % kind(value), BOOL_HELP)
+
+
+def to_int(value, accepted='a whole number'):
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise Refusal('is %s, not a whole number' % kind(value), accepted)
+    if isinstance(value, float):
+        if not math.isfinite(value) or not value.is_integer():
+            raise Refusal('is not a whole number', accepted)
+        value = int(value)
+    if isinstance(value, str):
+        text = value.strip()
+        if not re.match(r'^[+-]?[0-9]+$', text):
+            raise Refusal('is not a whole number', accepted)
+        if len(text.lstrip('+-').lstrip('0')) > MAX_INT_DIGITS:
+            raise Refusal('is far too large', accepted)
+        value = int(text)
+    if abs(value) >= 10 ** MAX_INT_DIGITS:
+        raise Refusal('is far too large', accepted)
+    return value
+
+
+def to_float(value, accepted='a number'):
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise Refusal('is %s, not a number' % kind(value), accepted)
+    if isinstance(value, str):
+        if len(value) > _bdp.MAX_NUMBER_CHARS or not _FLOAT.match(value):
+            raise Refusal('is not a number', accepted)
+        value = float(value)
+    if isinstance(value, int):
+        value = float(value) if abs(value) < 10 ** 300 else math.inf
+    if not math.isfinite(value):
+        raise Refusal('is not a finite number', accepted)
+    return value
+
+
+def to_str(value, accepted):
+    if not isinstance(value, str):
+        raise Refusal('is %s, not a string' % kind(value), accepted)
+    return value
+
+
+def to_choice(value, choices):
+    accepted = 'one of %s' % ', '.join(choices)
+    words = [choice for choice in choices if choice in BOOL_TRUE + BOOL_FALSE]
+    if isinstance(value, bool) and words:
+        raise Refusal('is a boolean: YAML reads an unquoted on/off/yes/no as true or false, so quote it (%s)'
+                      % ', '.join("'%s'" % word for word in words), accepted)
+    if not isinstance(value, str) or value not in choices:
+        raise Refusal('is not one of the choices' if isinstance(value, str)
+                      else 'is %s, not one of the choices' % kind(value), accepted)
+    return value
+
+
+def to_path(value):
+    to_str(value, PATH_HELP)
+    if not value.startswith('/'):
+        raise Refusal('is not an absolute path' if value.strip() else 'is empty', PATH_HELP)
+    if re.search(r'[\x00-\x1f\x7f]', value):
+        raise Refusal('contains a control character (a newline?)', PATH_HELP)
+    return value
+
+
+def to_list(value, name, accepted):
+    if isinstance(value, str):
+        raise Refusal('is a string, not a list', accepted, LIST_HINT % {'name': name})
+    if not isinstance(value, (list, tuple)):
+        raise Refusal('is %s, not a list' % kind(value), accepted)
+    return list(value)
+
+
+def to_mtu(value):
+    """The MTU as int; refused with the wording the jumbo_mtu role has always used (value shown bare)."""
+    try:
+        number = to_int(value, _linkmtu.MTU_HELP)
+    except Refusal:
+        number = None
+    if number is None or not _linkmtu.MIN_MTU <= number <= _linkmtu.MAX_MTU:
+        raise Refusal('is not usable', _linkmtu.MTU_HELP, bare=True)
+    return _linkmtu.parse_mtu(number)
+
+
+def is_peer(value):
+    try:
+        _linkmtu.parse_peer(value)
+    except _linkmtu.MtuError:
+        return False
+    return True
+
+
+def is_ifname(value):
+    try:
+        _linkmtu.check_ifname(value)
+    except _linkmtu.MtuError:
+        return False
+    return True
+
+
+# ----------------------------------------------------------------------------- checks
+
+def _message(name, value, reason, accepted, hint='', bare=False, label=''):
+    """'name: value reason; expected accepted.' With ``bare``, a short string value is shown without quotes."""
+    shown = show(value)
+    if bare and isinstance(value, str) and value.strip() and len(value) <= _bdp.SHOW_CHARS:
+        shown = plain(value)
+    return '%s: %s%s %s; expected %s.%s' % (name, label, shown, reason, accepted, hint)
+
+
+def _check_items(var, name, value, check, reason, accepted, problems, label=''):
+    """The list, or None after one problem per bad item, named var[index]."""
+    items = to_list(value, var, 'a list, each item ' + accepted)
+    bad = [(index, item) for index, item in enumerate(items) if not (isinstance(item, str) and check(item))]
+    for index, item in bad:
+        problems.append(_message('%s[%d]' % (name, index), item,
+                                 reason if isinstance(item, str) else 'is %s, not a string' % kind(item), accepted,
+                                 bare=bool(label), label=label))
+    return None if bad else items
+
+
+def convert(var, name, value, option, problems):
+    """The value of one variable, converted by its type and checked by its name; None (and a problem) when unusable."""
+    kind_ = option.get('type', 'str')
+    if isinstance(value, Unresolved):
+        problems.append('%s: its value could not be templated: %s' % (name, _short_error(value.error)))
+        return None
+    try:
+        if var in NUMBER_PARSERS and (isinstance(value, bool) or not isinstance(value, (int, float, str))):
+            raise Refusal('is %s, not %s' % (kind(value), NUMBER_PARSERS[var][0]), NUMBER_PARSERS[var][1])
+        if var == 'tcp_buffers_rate':
+            return _bdp.parse_rate(value, name)
+        if var == 'tcp_buffers_rtt':
+            return _bdp.parse_rtt(value, name)
+        if var == 'tcp_buffers_headroom':
+            return _bdp.parse_headroom(value, name)
+        if var == 'tcp_buffers_memory_share':
+            share = to_float(value, 'a share of RAM above 0 and at most 1 (default 0.25)')
+            if not 0 < share <= 1:
+                raise Refusal('is outside 0 to 1', 'a share of RAM above 0 and at most 1 (default 0.25)')
+            return share
+        if var == 'jumbo_mtu_target':
+            return to_mtu(value)
+        if var == 'bbr_algorithm':
+            text = to_str(value, ALGORITHM_HELP)
+            if not re.match(r'^[a-z0-9_]{1,15}$', text):
+                raise Refusal('is not a congestion control name', ALGORITHM_HELP)
+            return text
+        if var in ('bbr_interfaces', 'jumbo_mtu_interfaces'):
+            return _check_items(var, name, value, is_ifname, 'is not a Linux interface name', IFNAME_HELP, problems)
+        if var == 'jumbo_mtu_peers':
+            return _check_items(var, name, value, is_peer, 'is neither an IP address nor a host name',
+                                _linkmtu.PEER_HELP, problems, label='peer ')
+        if var == 'wan_tune_hosts':
+            if isinstance(value, str) and value.strip():
+                return value
+            if isinstance(value, (list, tuple)) and value and all(isinstance(item, str) and item for item in value):
+                return list(value)
+            raise Refusal('is not a host pattern' if isinstance(value, (str, list, tuple))
+                          else 'is %s, not a host pattern' % kind(value),
+                          'a host pattern (all, a group name, web:&dc1) or a list of them')
+        if option.get('choices'):
+            return to_choice(value, [str(choice) for choice in option['choices']])
+        if kind_ == 'bool':
+            return to_bool(value)
+        if kind_ == 'int':
+            low, high, accepted = INT_RANGES.get(var, (None, None, 'a whole number'))
+            number = to_int(value, accepted)
+            if var == 'jumbo_mtu_platform_max_mtu' and number:
+                low = _linkmtu.MIN_MTU
+            if low is not None and number < low:
+                raise Refusal('is below %d' % low, accepted)
+            if high is not None and number > high:
+                raise Refusal('is above %d' % high, accepted)
+            return number
+        if kind_ == 'float':
+            return to_float(value)
+        if kind_ == 'path':
+            return to_path(value)
+        if kind_ == 'list':
+            items = to_list(value, var, 'a list')
+            if option.get('elements') == 'str':
+                for index, item in enumerate(items):
+                    if not isinstance(item, str):
+                        problems.append(_message('%s[%d]' % (name, index), item, 'is %s, not a string' % kind(item),
+                                                 'a list of strings'))
+            return items
+        if kind_ == 'str':
+            text = to_str(value, 'a string')
+            if not text.strip():
+                raise Refusal('is empty', 'a string')
+            return text
+        return value
+    except _bdp.UnitError as exc:
+        problems.append(str(exc))
+    except Refusal as exc:
+        problems.append(_message(name, value, exc.reason, exc.accepted, exc.hint, exc.bare))
+    return None
+
+
+def _short_error(error):
+    text = ' '.join(str(error).split())
+    return text if len(text) <= 200 else text[:200] + '...'
+
+
+def check_host(variables, tcp_buffers=True, jumbo_mtu=True, play_peers=None, specs=None):
+    """Every problem with one host's inputs, one message each (an empty list when all are usable).
+
+    ``variables``: the host's variables that are set, templated (a value that failed to template is
+    ``Unresolved``).  ``tcp_buffers``/``jumbo_mtu``: whether those roles run at all (tags).  ``play_peers``: a
+    callable returning [(peer, where it comes from)] for the other hosts of the play, used when the jumbo_mtu role
+    takes its peers from the play.
+    """
+    specs = specs or load_specs()
+    problems = []
+    values, raw, names, given = {}, {}, {}, {}
+    for var, value, name, is_set in resolve(variables, specs):
+        raw[var], names[var], given[var] = value, name, is_set
+        if var in ('tcp_buffers_rate', 'tcp_buffers_rtt') and not is_set and value == '':
+            values[var] = None              # required only when tcp_buffers runs; see below
+            continue
+        if var == 'jumbo_mtu_address' and not is_set:
+            values[var] = value             # Ansible's own ansible_host or inventory name; peers are checked below
+            continue
+        values[var] = convert(var, name, value, specs[var], problems)
+    state = values.get('wan_tune_state')
+
+    def role_state(role):
+        var = '%s_state' % role
+        return values.get(var) if var in variables else state
+
+    # The tcp_buffers plan: rate and RTT are needed only when the role runs with state present.
+    if tcp_buffers and role_state('tcp_buffers') == 'present':
+        for var, example, accepted in (('tcp_buffers_rate', 'rate=1g', _bdp.RATE_HELP),
+                                       ('tcp_buffers_rtt', 'rtt=98', _bdp.RTT_HELP)):
+            if values[var] is None and not given[var]:
+                problems.append('%s is not set: pass -e %s or set %s for the host or its group; expected %s.'
+                                % (names[var], example, var, accepted))
+        if all(values.get(var) is not None for var in ('tcp_buffers_rate', 'tcp_buffers_rtt', 'tcp_buffers_headroom')):
+            try:
+                _bdp.buffer_plan(raw['tcp_buffers_rate'], raw['tcp_buffers_rtt'], raw['tcp_buffers_headroom'],
+                                 names=names_for_plan(names))
+            except _bdp.UnitError as exc:
+                problems.append(str(exc))
+
+    # The distinct files each role owns.
+    owned = [(var, values.get(var)) for var in OWNED_FILES if values.get(var)]
+    for var, path in owned:
+        if var in SYSCTL_FILES and (path in ADMIN_SYSCTL_FILES or os.path.basename(path) == '99-sysctl.conf'):
+            problems.append(_message(names[var], path, "is the administrator's sysctl file",
+                                     'a file of its own, such as /etc/sysctl.d/90-bdp-wan-tune.conf'))
+        elif not path.endswith('.conf'):
+            problems.append(_message(names[var], path, 'does not end in .conf, so it is not read at boot',
+                                     'a file name ending in .conf'))
+    for index, (var, path) in enumerate(owned):
+        for other, other_path in owned[index + 1:]:
+            if path == other_path:
+                problems.append(_message(names[other], other_path, 'is also %s' % names[var],
+                                         'a file of its own for each role'))
+
+    # jumbo_mtu: the peers whose path must carry the MTU, when the role runs with state present.
+    jumbo_on = jumbo_mtu and ('mtu' in variables or values.get('jumbo_mtu_enabled') is True)
+    if jumbo_on and role_state('jumbo_mtu') == 'present' and values.get('jumbo_mtu_peers') is not None:
+        peers = [(peer, names['jumbo_mtu_peers']) for peer in values['jumbo_mtu_peers']]
+        if not peers and values.get('jumbo_mtu_peers_from_play'):
+            bad = 0
+            for peer, where in (play_peers() if play_peers else []):
+                if isinstance(peer, Unresolved):
+                    problems.append('%s: its value could not be templated: %s' % (where, _short_error(peer.error)))
+                elif not isinstance(peer, str) or not is_peer(peer):
+                    problems.append(_message(where, peer, 'is neither an IP address nor a host name',
+                                             _linkmtu.PEER_HELP, bare=True, label='peer '))
+                else:
+                    peers.append((peer, where))
+                    continue
+                bad += 1
+            if not peers and not bad:
+                problems.append('jumbo_mtu_peers: no peers (none set, and no other host in the play), so the path '
+                                'cannot be proven; expected %s for each peer whose path must carry the MTU, or other '
+                                'hosts in the play with jumbo_mtu_address.' % _linkmtu.PEER_HELP)
+        elif not peers and values.get('jumbo_mtu_peers_from_play') is False:
+            problems.append('jumbo_mtu_peers: no peers, and jumbo_mtu_peers_from_play is false, so the path cannot be '
+                            'proven; expected a list of %s.' % _linkmtu.PEER_HELP)
+    return problems
+
+
+def names_for_plan(names):
+    return {'rate': names['tcp_buffers_rate'], 'rtt': names['tcp_buffers_rtt'],
+            'headroom': names['tcp_buffers_headroom'], 'flows': names['tcp_buffers_flows']}
+
+
+def failure_message(host, problems):
+    """One message for a host: every problem on its own line, and that nothing changed."""
+    return ('Inputs of host %s are not usable (%d problem%s):\n%s\nNothing was changed on any host.'
+            % (host, len(problems), '' if len(problems) == 1 else 's', '\n'.join('- ' + item for item in problems)))
+
+
+# ----------------------------------------------------------------------------- the action
+
+class ActionModule(ActionBase):
+    """Check the inputs of one host on the controller; never runs a module on the host."""
+
+    TRANSFERS_FILES = False
+    _requires_connection = False
+    _VALID_ARGS = frozenset(('tcp_buffers', 'jumbo_mtu'))
+
+    def _template(self, raw):
+        try:
+            return plain(self._templar.template(raw))
+        except AnsibleError as exc:
+            return Unresolved(getattr(exc, 'message', None) or str(exc))
+
+    def run(self, tmp=None, task_vars=None):
+        task_vars = task_vars or {}
+        result = super(ActionModule, self).run(tmp, task_vars)
+        del tmp
+        dummy, args = self.validate_argument_spec(argument_spec=dict(
+            tcp_buffers=dict(type='bool', default=True),
+            jumbo_mtu=dict(type='bool', default=True),
+        ))
+        specs = load_specs()
+        host = task_vars.get('inventory_hostname', '?')
+        wanted = set(specs) | set(PLAYBOOK_INPUTS) | {'inventory_hostname', 'ansible_host'}
+        variables = {}
+        for var in wanted:
+            if var not in task_vars:
+                continue
+            raw = task_vars[var]
+            if var in specs and isinstance(raw, str) and raw == specs[var].get('default'):
+                continue        # the role's own default (the roles of this play are loaded): not set by the user
+            variables[var] = self._template(raw)
+
+        def play_peers():
+            peers = []
+            hostvars = task_vars.get('hostvars', {})
+            for other in task_vars.get('ansible_play_hosts_all', []):
+                if other == host:
+                    continue
+                try:
+                    other_vars = hostvars[other]
+                    if 'jumbo_mtu_address' in other_vars:
+                        peers.append((plain(other_vars['jumbo_mtu_address']), 'jumbo_mtu_address of host %s' % other))
+                    elif 'ansible_host' in other_vars:
+                        peers.append((plain(other_vars['ansible_host']), 'ansible_host of host %s' % other))
+                    else:
+                        peers.append((plain(other), 'inventory name of host %s' % other))
+                except AnsibleError as exc:
+                    peers.append((Unresolved(str(exc)), 'jumbo_mtu_address of host %s' % other))
+            return peers
+
+        problems = check_host(variables, tcp_buffers=args['tcp_buffers'], jumbo_mtu=args['jumbo_mtu'],
+                              play_peers=play_peers, specs=specs)
+        result['changed'] = False
+        if problems:
+            result['failed'] = True
+            result['msg'] = failure_message(host, problems)
+        else:
+            result['msg'] = 'All inputs of host %s are usable.' % host
+        return result

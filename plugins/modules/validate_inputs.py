@@ -1,0 +1,108 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, bdp.wan_tune contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+# Documentation only: the work is done on the controller by the action plugin plugins/action/validate_inputs.py.
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: validate_inputs
+short_description: Check every input of the collection's roles for one host, on the controller
+version_added: 0.2.0
+description:
+  - Checks every variable of the P(bdp.wan_tune.bbr#role), P(bdp.wan_tune.tcp_buffers#role) and
+    P(bdp.wan_tune.jumbo_mtu#role) roles (the options of each role's C(meta/argument_specs.yml), with the defaults
+    of its C(defaults/main.yml)) and the playbook variables C(wan_tune_state), C(wan_tune_become), C(wan_tune_hosts)
+    and C(jumbo_mtu_enabled), as the host's variables give them.
+  - Each value is templated and checked by its type (choices, booleans, whole numbers, numbers, absolute paths,
+    lists) and then by its meaning with the same code the roles use (rate, RTT and headroom through the buffer
+    plan; the congestion control name, the MTU, interface names and peers).
+  - Values from C(-e key=value) are strings, so V(true), V(false), V(yes), V(no), V(on), V(off), V(1) and V(0) (in
+    any case) are accepted where a boolean is expected, and whole numbers written as strings where a number is.
+  - A role variable left at a default built from a playbook variable is reported under that variable, for example
+    C(tcp_buffers_rate (-e rate=...)), and a role state left at its default under C(wan_tune_state).
+  - Every problem of the host is reported in one message, one line each, with the variable, the value (long values
+    shortened) and what is accepted.
+  - Runs on the controller only and never connects to the host, so C(playbooks/wan_tune.yml) runs it for every
+    host with C(any_errors_fatal) before any host changes.
+author:
+  - bdp.wan_tune maintainers (@bdp-wan-tune)
+options:
+  tcp_buffers:
+    description:
+      - Whether the P(bdp.wan_tune.tcp_buffers#role) role runs (it may be left out with tags). Only then are
+        C(tcp_buffers_rate) and C(tcp_buffers_rtt) required, for hosts where its state is V(present).
+      - Set values are checked either way.
+    type: bool
+    default: true
+  jumbo_mtu:
+    description:
+      - Whether the P(bdp.wan_tune.jumbo_mtu#role) role may run (it may be left out with tags). Its peers are then
+        worked out and checked for hosts where it is enabled (C(mtu) or C(jumbo_mtu_enabled) set) and its state is
+        V(present).
+    type: bool
+    default: true
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.conn
+  - ansible.builtin.action_common_attributes.flow
+attributes:
+  action:
+    support: full
+  async:
+    support: none
+  become:
+    support: none
+  bypass_host_loop:
+    support: none
+  check_mode:
+    support: full
+  connection:
+    support: none
+  delegation:
+    support: none
+    details: It runs on the controller and never connects to the host.
+  diff_mode:
+    support: none
+  platform:
+    platforms: all
+notes:
+  - Nothing changes anywhere. The module only reads the host's variables and the collection's role files.
+seealso:
+  - module: ansible.builtin.validate_argument_spec
+"""
+
+EXAMPLES = r"""
+- name: Validate the inputs of every host before any host changes
+  hosts: transfer_nodes
+  gather_facts: false
+  any_errors_fatal: true
+  tasks:
+    - name: Check every input on the controller
+      bdp.wan_tune.validate_inputs:
+
+- name: The same when only the bbr role will run (rate and RTT are not needed)
+  hosts: transfer_nodes
+  gather_facts: false
+  any_errors_fatal: true
+  tasks:
+    - name: Check every input on the controller
+      bdp.wan_tune.validate_inputs:
+        tcp_buffers: false
+        jumbo_mtu: false
+"""
+
+RETURN = r"""
+msg:
+  description: What was found; on failure every problem of the host, one line each.
+  returned: always
+  type: str
+  sample: |-
+    Inputs of host dc1-a are not usable (2 problems):
+    - bbr_qdisc: 'fq_codel' is not one of the choices; expected one of fq, none.
+    - tcp_buffers_flows: 'four' is not a whole number; expected a whole number of concurrent bulk flows, 1 or more (default 4).
+    Nothing was changed on any host.
+"""

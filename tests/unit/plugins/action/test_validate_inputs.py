@@ -1,0 +1,524 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, bdp.wan_tune contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The input check of playbooks/wan_tune.yml (plugins/action/validate_inputs.py).
+
+Most tests drive the pure ``check_host()`` with a host's variables as Ansible would hand them over
+(``-e key=value`` gives strings).  The last ones run the action itself with a real Templar and a
+connection that fails when touched.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from unittest import mock
+
+import pytest
+import yaml
+
+from ansible_collections.bdp.wan_tune.plugins.action import validate_inputs as vi
+from ansible_collections.bdp.wan_tune.plugins.module_utils import bdp, linkmtu
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+GOOD = {'rate': '1g', 'rtt': '98'}
+BOOLS = [name for name, option in vi.load_specs().items() if option.get('type') == 'bool']
+INTERNAL = re.compile(r"_AnsibleTagged|<class|Traceback|NoneType|decimal\.|argument_spec|object at 0x")
+
+
+def peers(*items):
+    return lambda: list(items)
+
+
+def check(tcp_buffers=True, jumbo_mtu=True, play_peers=None, **variables):
+    return vi.check_host(dict(GOOD, **variables), tcp_buffers=tcp_buffers, jumbo_mtu=jumbo_mtu,
+                         play_peers=play_peers)
+
+
+def only(problems):
+    assert len(problems) == 1, problems
+    assert not INTERNAL.search(problems[0]), problems[0]
+    return problems[0]
+
+
+def assert_message(message, name, value, accepted):
+    assert message.startswith(name + ': ') or message.startswith(name + ' '), message
+    assert value in message, message
+    assert 'expected ' + accepted in message or 'Expected ' + accepted in message, message
+    assert not INTERNAL.search(message), message
+
+
+# --------------------------------------------------------------------------- the specs
+
+def test_every_option_of_every_role_is_checked():
+    specs = vi.load_specs()
+    for role in vi.ROLES:
+        with open(os.path.join(ROOT, 'roles', role, 'meta', 'argument_specs.yml')) as handle:
+            options = yaml.safe_load(handle)['argument_specs']['main']['options']
+        for name in options:
+            assert specs[name]['role'] == role
+    for name in ('wan_tune_state', 'wan_tune_become', 'wan_tune_hosts', 'jumbo_mtu_enabled'):
+        assert name in specs
+
+
+def test_defaults_come_from_defaults_main():
+    specs = vi.load_specs()
+    assert specs['tcp_buffers_rate']['default'] == "{{ rate | default('') }}"
+    assert specs['bbr_state']['default'] == "{{ wan_tune_state | default('present') }}"
+    assert specs['tcp_buffers_headroom']['default'] == 8
+    assert specs['bbr_sysctl_file']['default'] == '/etc/sysctl.d/90-bdp-wan-tune-bbr.conf'
+
+
+def test_the_role_defaults_pass():
+    assert check() == []
+    assert check(mtu=9000, play_peers=lambda: [('198.18.0.2', 'ansible_host of host b')]) == []
+
+
+@pytest.mark.parametrize('name', sorted(vi.load_specs()))
+def test_every_variable_refuses_a_mapping_and_names_itself(name):
+    message = only(check(play_peers=peers(('b', 'inventory name of host b')), **{name: {'x': 1}}))
+    reason = 'is not usable' if name == 'jumbo_mtu_target' else 'is a mapping, not '     # the role's old wording
+    assert message.startswith(name + ': {x: 1} ' + reason), message
+    assert '; expected ' in message
+
+
+# --------------------------------------------------------------------------- choices
+
+@pytest.mark.parametrize('name, value, accepted', [
+    ('wan_tune_state', 'presnt', 'one of present, absent'),
+    ('bbr_state', 'Present', 'one of present, absent'),
+    ('tcp_buffers_state', 'gone', 'one of present, absent'),
+    ('jumbo_mtu_state', 'off', 'one of present, absent'),
+    ('bbr_qdisc', 'fq_codel', 'one of fq, none'),
+    ('jumbo_mtu_tcp_proof', 'maybe', 'one of auto, required, off'),
+    ('jumbo_mtu_commit_method', 'cron', 'one of auto, systemd, process'),
+    ('jumbo_mtu_platform', 'oracle', 'one of auto, none, aws, gcp, azure, azure-mana'),
+    ('jumbo_mtu_backend', 'wicked', 'one of auto, networkd, networkmanager, netplan, ifupdown, ifcfg, none'),
+])
+def test_choices(name, value, accepted):
+    message = only(check(**{name: value}))
+    assert_message(message, name, repr(value), accepted)
+    assert 'is not one of the choices' in message
+
+
+def test_unquoted_off_is_explained():
+    message = only(check(jumbo_mtu_tcp_proof=False))
+    assert_message(message, 'jumbo_mtu_tcp_proof', 'false', 'one of auto, required, off')
+    assert "quote it ('off')" in message
+
+
+@pytest.mark.parametrize('name, value', [('bbr_state', 'absent'), ('wan_tune_state', 'absent'),
+                                         ('bbr_qdisc', 'none'), ('jumbo_mtu_tcp_proof', 'off')])
+def test_choices_accepted(name, value):
+    assert check(**{name: value}) == []
+
+
+def test_a_bad_wan_tune_state_is_reported_once_under_its_own_name():
+    message = only(check(wan_tune_state='rollback'))
+    assert_message(message, 'wan_tune_state', "'rollback'", 'one of present, absent')
+    assert 'bbr_state' not in message and 'tcp_buffers_state' not in message
+
+
+def test_a_role_state_set_itself_is_named_itself():
+    assert only(check(wan_tune_state='absent', bbr_state='on')).startswith("bbr_state: 'on' ")
+
+
+# --------------------------------------------------------------------------- booleans
+
+@pytest.mark.parametrize('text, meaning', [
+    ('true', True), ('false', False), ('True', True), ('FALSE', False), ('yes', True), ('No', False),
+    ('on', True), ('OFF', False), ('1', True), ('0', False), (' false ', False), (True, True), (False, False),
+    (1, True), (0, False),
+])
+def test_booleans_from_strings(text, meaning):
+    assert vi.to_bool(text) is meaning
+
+
+@pytest.mark.parametrize('name', BOOLS)
+@pytest.mark.parametrize('text', ['false', 'true', 'yes', 'no', 'on', 'off', '1', '0', 'False', 'YES'])
+def test_every_boolean_takes_the_strings_of_minus_e(name, text):
+    assert check(play_peers=peers(('b', 'inventory name of host b')), **{name: text}) == []
+
+
+@pytest.mark.parametrize('name', BOOLS)
+@pytest.mark.parametrize('value, shown', [('maybe', "'maybe'"), ('', "''"), (2, '2'), ('y2', "'y2'"),
+                                          ([True], '[true]'), (None, 'null')])
+def test_every_boolean_refuses_other_values(name, value, shown):
+    message = only(check(**{name: value}))
+    assert_message(message, name, shown, 'true or false (also yes/no, on/off or 1/0, in any case)')
+
+
+def test_bbr_verify_maybe():
+    assert only(check(bbr_verify='maybe')) == (
+        "bbr_verify: 'maybe' is not a boolean; expected true or false (also yes/no, on/off or 1/0, in any case).")
+
+
+# --------------------------------------------------------------------------- numbers
+
+@pytest.mark.parametrize('name, value', [
+    ('tcp_buffers_flows', '4'), ('tcp_buffers_flows', 4), ('tcp_buffers_flows', ' 16 '), ('tcp_buffers_flows', 4.0),
+    ('jumbo_mtu_proof_port', '45219'), ('jumbo_mtu_proof_port', 1), ('jumbo_mtu_proof_port', '65535'),
+    ('jumbo_mtu_confirm_timeout', '10'), ('jumbo_mtu_confirm_timeout', 600),
+    ('jumbo_mtu_probe_count', '1'), ('jumbo_mtu_platform_max_mtu', '0'), ('jumbo_mtu_platform_max_mtu', '9001'),
+    ('tcp_buffers_memory_share', '0.25'), ('tcp_buffers_memory_share', 1), ('tcp_buffers_memory_share', '.5'),
+    ('tcp_buffers_headroom', '8'), ('tcp_buffers_headroom', 2.5), ('tcp_buffers_headroom', '64'),
+    ('jumbo_mtu_target', '9000'), ('mtu', '9000'), ('mtu', 1500),
+])
+def test_numbers_as_strings_are_accepted(name, value):
+    assert check(play_peers=lambda: [('b', 'inventory name of host b')], **{name: value}) == []
+
+
+@pytest.mark.parametrize('name, value, shown, reason, accepted', [
+    ('tcp_buffers_flows', 'four', "'four'", 'is not a whole number', 'a whole number of concurrent bulk flows'),
+    ('tcp_buffers_flows', '0', "'0'", 'is below 1', 'a whole number of concurrent bulk flows, 1 or more'),
+    ('tcp_buffers_flows', -2, '-2', 'is below 1', 'a whole number of concurrent bulk flows, 1 or more'),
+    ('tcp_buffers_flows', '4.5', "'4.5'", 'is not a whole number', 'a whole number of concurrent bulk flows'),
+    ('tcp_buffers_flows', 4.5, '4.5', 'is not a whole number', 'a whole number of concurrent bulk flows'),
+    ('tcp_buffers_flows', True, 'true', 'is a boolean, not a whole number', 'a whole number of concurrent'),
+    ('tcp_buffers_flows', '9' * 30, "'" + '9' * 30 + "'", 'is far too large', 'a whole number of concurrent'),
+    ('jumbo_mtu_proof_port', '70000', "'70000'", 'is above 65535', 'a TCP port: a whole number from 1 to 65535'),
+    ('jumbo_mtu_proof_port', 0, '0', 'is below 1', 'a TCP port'),
+    ('jumbo_mtu_confirm_timeout', '5', "'5'", 'is below 10', 'a whole number of seconds, 10 or more'),
+    ('jumbo_mtu_probe_count', 0, '0', 'is below 1', 'a whole number of ICMP echoes per probe size, 1 or more'),
+    ('jumbo_mtu_platform_max_mtu', 100, '100', 'is below 576', '0 (no limit of your own) or an MTU from 576 to'),
+    ('jumbo_mtu_platform_max_mtu', '70000', "'70000'", 'is above 65535', '0 (no limit of your own)'),
+    ('tcp_buffers_memory_share', '0', "'0'", 'is outside 0 to 1', 'a share of RAM above 0 and at most 1'),
+    ('tcp_buffers_memory_share', 1.5, '1.5', 'is outside 0 to 1', 'a share of RAM above 0 and at most 1'),
+    ('tcp_buffers_memory_share', '25%', "'25%'", 'is not a number', 'a share of RAM above 0 and at most 1'),
+    ('tcp_buffers_memory_share', 'nan', "'nan'", 'is not a number', 'a share of RAM'),
+])
+def test_numbers_refused(name, value, shown, reason, accepted):
+    message = only(check(**{name: value}))
+    assert_message(message, name, shown, accepted)
+    assert '%s %s;' % (shown, reason) in message
+
+
+@pytest.mark.parametrize('value, reason', [
+    ('1000', 'above 64 x BDP the buffers mostly waste memory'),
+    (65, 'above 64 x BDP the buffers mostly waste memory'),
+    ('1', 'less than 2 x BDP cannot fill the path'),
+    ('8x', 'has a unit'),
+])
+def test_headroom(value, reason):
+    message = only(check(tcp_buffers_headroom=value))
+    assert_message(message, 'tcp_buffers_headroom', bdp._fmt(value), 'a number of BDPs from 2 (the floor) to 64')
+    assert reason in message
+
+
+def test_headroom_1000_has_its_own_reason():
+    message = only(check(tcp_buffers_headroom=1000))
+    assert 'cannot fill the path' not in message
+    assert 'waste memory' in message
+
+
+# --------------------------------------------------------------------------- rate and RTT (the buffer plan)
+
+@pytest.mark.parametrize('variables, name, fragment', [
+    ({'rate': '1GB'}, 'tcp_buffers_rate (-e rate=...)', "'1GB' is in bytes (B)"),
+    ({'rate': '1e999999999'}, 'tcp_buffers_rate (-e rate=...)', "'1e999999999' is far too large"),
+    ({'rate': '1e9999'}, 'tcp_buffers_rate (-e rate=...)', "'1e9999' is far too large"),
+    ({'rate': '100'}, 'tcp_buffers_rate (-e rate=...)', "'100' is 100 bit/s, below 1 Mbit/s"),
+    ({'tcp_buffers_rate': '1GB'}, 'tcp_buffers_rate', "'1GB' is in bytes (B)"),
+    ({'rtt': '98m'}, 'tcp_buffers_rtt (-e rtt=...)', "'98m' has an unknown unit 'm'"),
+    ({'rtt': '11s'}, 'tcp_buffers_rtt (-e rtt=...)', "'11s' is 11000 ms, outside 0.001 ms to 10 s"),
+    ({'tcp_buffers_rtt': 0}, 'tcp_buffers_rtt', '0 must be above zero'),
+])
+def test_rate_and_rtt_are_named_as_the_user_set_them(variables, name, fragment):
+    message = only(check(**variables))
+    assert message.startswith(name + ': '), message
+    assert fragment in message
+    assert len(message) < 400
+
+
+def test_a_huge_rate_is_shortened():
+    message = only(check(rate='1' * 5000 + 'g'))
+    assert len(message) < 400
+    assert '(5001 characters)' in message
+    assert message.startswith('tcp_buffers_rate (-e rate=...): ')
+
+
+def test_the_bytes_hint_is_kept():
+    message = only(check(rate='1GB'))
+    assert 'multiply by 8 (1 GB/s is 8gbit)' in message
+
+
+@pytest.mark.parametrize('missing, example', [('rate', 'rate=1g'), ('rtt', 'rtt=98')])
+def test_rate_and_rtt_are_required_where_tcp_buffers_runs(missing, example):
+    variables = dict(GOOD)
+    del variables[missing]
+    message = only(vi.check_host(variables))
+    assert message.startswith('tcp_buffers_%s (-e %s=...) is not set: pass -e %s' % (missing, missing, example))
+    assert 'expected ' in message
+
+
+@pytest.mark.parametrize('kwargs, variables', [
+    ({'tcp_buffers': False}, {}),                                   # --tags bbr
+    ({}, {'tcp_buffers_state': 'absent'}),
+    ({}, {'wan_tune_state': 'absent'}),
+])
+def test_rate_and_rtt_are_not_needed_otherwise(kwargs, variables):
+    assert vi.check_host(variables, **kwargs) == []
+
+
+def test_a_rate_that_is_set_is_checked_even_where_it_is_not_needed():
+    message = only(vi.check_host({'rate': '1GB'}, tcp_buffers=False))
+    assert message.startswith("tcp_buffers_rate (-e rate=...): '1GB' is in bytes")
+
+
+# --------------------------------------------------------------------------- strings, paths, lists
+
+@pytest.mark.parametrize('value, reason', [
+    ('BBR', 'is not a congestion control name'), ('tcp bbr', 'is not a congestion control name'),
+    ('', 'is not a congestion control name'), ('a' * 16, 'is not a congestion control name'),
+    (1, 'is a number, not a string'),
+])
+def test_algorithm(value, reason):
+    message = only(check(bbr_algorithm=value))
+    assert_message(message, 'bbr_algorithm', vi.show(value), 'the kernel name of a TCP congestion control')
+    assert reason in message
+
+
+@pytest.mark.parametrize('value', ['bbr', 'cubic', 'htcp', 'bbr2', 'dctcp'])
+def test_algorithm_accepted(value):
+    assert check(bbr_algorithm=value) == []
+
+
+@pytest.mark.parametrize('name', ['bbr_sysctl_file', 'bbr_modules_load_file', 'tcp_buffers_sysctl_file',
+                                  'jumbo_mtu_config_root', 'jumbo_mtu_state_dir'])
+@pytest.mark.parametrize('value, reason', [('etc/sysctl.d/x.conf', 'is not an absolute path'),
+                                           ('~/x.conf', 'is not an absolute path'), ('', 'is empty'),
+                                           ('/tmp/a\nb.conf', 'contains a control character')])
+def test_paths(name, value, reason):
+    message = only(check(**{name: value}))
+    assert_message(message, name, repr(value), 'an absolute path (starting with /)')
+    assert reason in message
+
+
+def test_owned_files_end_in_conf_and_are_distinct():
+    message = only(check(bbr_sysctl_file='/etc/sysctl.d/90-bbr'))
+    assert_message(message, 'bbr_sysctl_file', "'/etc/sysctl.d/90-bbr'", 'a file name ending in .conf')
+    message = only(check(tcp_buffers_sysctl_file='/etc/sysctl.d/90-bdp-wan-tune-bbr.conf'))
+    assert_message(message, 'tcp_buffers_sysctl_file', "'/etc/sysctl.d/90-bdp-wan-tune-bbr.conf'",
+                   'a file of its own for each role')
+    assert 'is also bbr_sysctl_file' in message
+    message = only(check(tcp_buffers_sysctl_file='/etc/sysctl.d/99-sysctl.conf'))
+    assert "is the administrator's sysctl file" in message
+
+
+@pytest.mark.parametrize('name', ['bbr_interfaces', 'jumbo_mtu_interfaces'])
+@pytest.mark.parametrize('value, index, shown', [
+    (['eth0', 'bad name'], 1, "'bad name'"), (['eth0/1'], 0, "'eth0/1'"), (['a' * 16], 0, repr('a' * 16)),
+    (['eth0:1'], 0, "'eth0:1'"), ([''], 0, "''"), (['..'], 0, "'..'"), ([5], 0, '5'),
+])
+def test_interface_names(name, value, index, shown):
+    message = only(check(**{name: value}))
+    assert_message(message, '%s[%d]' % (name, index), shown, 'a Linux interface name: 1 to 15 characters')
+
+
+@pytest.mark.parametrize('name', ['bbr_interfaces', 'jumbo_mtu_interfaces', 'jumbo_mtu_peers'])
+def test_a_string_where_a_list_is_expected_says_how_to_pass_a_list(name):
+    message = only(check(**{name: 'eth0'}))
+    assert_message(message, name, "'eth0'", 'a list')
+    assert '-e \'{"%s": ["a", "b"]}\'' % name in message
+
+
+def test_interfaces_accepted():
+    assert check(bbr_interfaces=['eth0', 'ens3', 'bond0.100', 'wg-dc1'], jumbo_mtu_interfaces=[]) == []
+
+
+@pytest.mark.parametrize('value, shown', [
+    (70000, '70000'), ('70000', '70000'), ('100', '100'), (575, '575'), (65536, '65536'), ('9k', '9k'),
+    ('jumbo', 'jumbo'), ('9000.5', '9000.5'), (True, 'true'), ('', "''"), ('9' * 50, repr('9' * 40) + '... (50 characters)'),
+])
+def test_mtu(value, shown):
+    # the wording (and the bare value) the jumbo_mtu role has always used: tests/integration/test_jumbo_lab.py
+    message = only(check(mtu=value, play_peers=lambda: [('b', 'inventory name of host b')]))
+    assert message.startswith('jumbo_mtu_target (-e mtu=...): %s is not usable; expected %s.'
+                              % (shown, linkmtu.MTU_HELP)), message
+    message = only(check(jumbo_mtu_target=value, play_peers=lambda: [('b', 'inventory name of host b')]))
+    assert message.startswith('jumbo_mtu_target: %s is not usable' % shown)
+
+
+@pytest.mark.parametrize('value', ['all', 'dc1:&transfer', ['a', 'b']])
+def test_host_patterns(value):
+    assert check(wan_tune_hosts=value) == []
+
+
+@pytest.mark.parametrize('value', ['', [], [''], 5])
+def test_bad_host_patterns(value):
+    assert_message(only(check(wan_tune_hosts=value)), 'wan_tune_hosts', vi.show(value), 'a host pattern')
+
+
+# --------------------------------------------------------------------------- jumbo_mtu peers
+
+def test_peers_from_the_play_are_checked_with_their_origin():
+    message = only(check(mtu='9000', play_peers=peers(('198.18.0.2', 'ansible_host of host b'),
+                                                      ('bad host', 'jumbo_mtu_address of host c'))))
+    assert message == ('jumbo_mtu_address of host c: peer bad host is neither an IP address nor a host name; '
+                       'expected %s.' % linkmtu.PEER_HELP)
+
+
+def test_peers_set_are_checked_by_index():
+    message = only(check(mtu='9000', jumbo_mtu_peers=['198.18.0.2', 'bad..name', 'dc2-b.example']))
+    assert_message(message, 'jumbo_mtu_peers[1]', 'peer bad..name is neither', linkmtu.PEER_HELP)
+
+
+def test_every_bad_peer_is_listed():
+    problems = check(mtu='9000', jumbo_mtu_peers=['198.18.0.2', 'bad..name', '224.0.0.1'])
+    assert [item.split(':')[0] for item in problems] == ['jumbo_mtu_peers[1]', 'jumbo_mtu_peers[2]']
+
+
+def test_bad_peers_set_do_not_fall_back_to_the_play():
+    problems = check(mtu='9000', jumbo_mtu_peers=['bad..name'], play_peers=peers(('x y', 'inventory name of x y')))
+    assert [item.split(':')[0] for item in problems] == ['jumbo_mtu_peers[0]']
+
+
+def test_no_peers():
+    message = only(check(mtu='9000', play_peers=peers()))
+    assert message.startswith('jumbo_mtu_peers: no peers')
+    message = only(check(jumbo_mtu_enabled='true', jumbo_mtu_peers_from_play='false'))
+    assert message.startswith('jumbo_mtu_peers: no peers, and jumbo_mtu_peers_from_play is false')
+
+
+@pytest.mark.parametrize('variables, jumbo_mtu', [
+    ({}, True),                                             # no mtu: the role does not run
+    ({'mtu': 9000, 'jumbo_mtu_state': 'absent'}, True),
+    ({'mtu': 9000, 'wan_tune_state': 'absent'}, True),
+    ({'mtu': 9000}, False),                                 # --skip-tags jumbo_mtu
+])
+def test_peers_only_where_jumbo_mtu_runs(variables, jumbo_mtu):
+    assert check(jumbo_mtu=jumbo_mtu, play_peers=peers(), **variables) == []
+
+
+def test_unresolved_values_are_reported():
+    message = only(check(bbr_qdisc=vi.Unresolved("'undefined_thing' is undefined")))
+    assert message == "bbr_qdisc: its value could not be templated: 'undefined_thing' is undefined"
+
+
+# --------------------------------------------------------------------------- several problems, one message
+
+def test_a_host_with_several_problems_lists_all_in_one_message():
+    problems = check(wan_tune_state='presnt', bbr_qdisc='fq_codel', tcp_buffers_flows='four', bbr_verify='maybe',
+                     rate='1GB', tcp_buffers_headroom='1000', bbr_interfaces=['bad name'],
+                     bbr_sysctl_file='relative.conf', mtu='70000', play_peers=peers(('b', 'inventory name of b')))
+    names = [item.split(':')[0] for item in problems]
+    assert names == ['wan_tune_state', 'bbr_qdisc', 'bbr_interfaces[0]', 'bbr_verify', 'bbr_sysctl_file',
+                     'tcp_buffers_rate (-e rate=...)', 'tcp_buffers_headroom', 'tcp_buffers_flows',
+                     'jumbo_mtu_target (-e mtu=...)']
+    message = vi.failure_message('dc1-a', problems)
+    lines = message.splitlines()
+    assert lines[0] == 'Inputs of host dc1-a are not usable (9 problems):'
+    assert lines[1:-1] == ['- ' + item for item in problems]
+    assert lines[-1] == 'Nothing was changed on any host.'
+    assert not INTERNAL.search(message)
+
+
+def test_one_problem_is_singular():
+    assert vi.failure_message('h', ['x']).splitlines()[0] == 'Inputs of host h are not usable (1 problem):'
+
+
+# --------------------------------------------------------------------------- display
+
+class _AnsibleTaggedStr(str):
+    """Stands in for ansible-core 2.19's tagged strings."""
+
+
+class _AnsibleTaggedList(list):
+    """Stands in for ansible-core 2.19's tagged lists."""
+
+
+def test_tagged_values_never_show_their_class():
+    problems = check(tcp_buffers_flows=_AnsibleTaggedStr('four'), bbr_interfaces=_AnsibleTaggedStr('eth0'),
+                     rate=_AnsibleTaggedList(['1g']), bbr_qdisc=_AnsibleTaggedList([_AnsibleTaggedStr('fq')]))
+    assert len(problems) == 4, problems
+    for message in problems:
+        assert 'Tagged' not in message and '<class' not in message, message
+
+
+@pytest.mark.parametrize('value, text', [
+    ('x' * 100, repr('x' * 40) + '... (100 characters)'),
+    (10 ** 45, '1' + '0' * 39 + '... (46 characters)'),
+    (True, 'true'), (None, 'null (empty)'), (['a'], '[a]'), ({'a': 1}, '{a: 1}'),
+    (list(range(100)), '[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 1... (390 characters)'),
+])
+def test_show(value, text):
+    assert vi.show(value) == text
+
+
+def test_show_an_int_too_long_for_str():
+    assert vi.show(10 ** 5000) == '1' + '0' * 39 + '... (5001 characters)'
+
+
+# --------------------------------------------------------------------------- the action, with a real Templar
+
+def run_action(task_vars, args=None):
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar
+
+    connection = mock.MagicMock()
+    connection._shell.tmpdir = None
+    connection.exec_command.side_effect = AssertionError('validate_inputs must not touch the host')
+    connection._connect.side_effect = AssertionError('validate_inputs must not connect')
+    task = mock.MagicMock(args=args or {}, async_val=0, check_mode=False, action='bdp.wan_tune.validate_inputs')
+    templar = Templar(loader=DataLoader(), variables=task_vars)
+    action = vi.ActionModule(task, connection, mock.MagicMock(), DataLoader(), templar, None)
+    result = action.run(task_vars=task_vars)
+    assert not connection.exec_command.called and not connection._connect.called
+    return result
+
+
+def trusted(text):
+    try:
+        from ansible.template import trust_as_template
+    except ImportError:         # ansible-core before 2.19: every string is a template
+        return text
+    return trust_as_template(text)
+
+
+def test_action_passes_good_inputs_without_touching_the_host():
+    result = run_action({'inventory_hostname': 'a', 'rate': '1g', 'rtt': '98', 'tcp_buffers_flows': '4',
+                         'bbr_verify': 'false'})
+    assert result.get('failed') is not True, result
+    assert result['changed'] is False
+
+
+def test_action_templates_the_values_and_reports_every_problem():
+    result = run_action({'inventory_hostname': 'a', 'rate': trusted('{{ link }}'), 'link': '1GB', 'rtt': '98',
+                         'bbr_qdisc': 'fq_codel', 'tcp_buffers_flows': 'four'})
+    assert result['failed'] is True
+    lines = result['msg'].splitlines()
+    assert lines[0] == 'Inputs of host a are not usable (3 problems):'
+    assert lines[1].startswith("- bbr_qdisc: 'fq_codel' is not one of the choices")
+    assert lines[2].startswith("- tcp_buffers_rate (-e rate=...): '1GB' is in bytes")
+    assert lines[3].startswith("- tcp_buffers_flows: 'four' is not a whole number")
+    assert lines[-1] == 'Nothing was changed on any host.'
+    assert not INTERNAL.search(result['msg'])
+
+
+def test_action_reports_an_undefined_variable():
+    result = run_action({'inventory_hostname': 'a', 'rate': '1g', 'rtt': trusted('{{ nowhere }}')})
+    assert result['failed'] is True
+    assert '- tcp_buffers_rtt (-e rtt=...): its value could not be templated: ' in result['msg']
+    assert 'nowhere' in result['msg']
+
+
+def test_action_treats_a_loaded_role_default_as_unset():
+    result = run_action({'inventory_hostname': 'a', 'rate': '1GB', 'rtt': '98',
+                         'tcp_buffers_rate': trusted("{{ rate | default('') }}")})
+    assert "- tcp_buffers_rate (-e rate=...): '1GB'" in result['msg']
+
+
+def test_action_takes_the_peers_from_the_other_hosts():
+    hostvars = {'a': {'ansible_host': '198.18.0.1'}, 'b': {'jumbo_mtu_address': 'bad host'}, 'c': {}}
+    result = run_action({'inventory_hostname': 'a', 'rate': '1g', 'rtt': '98', 'mtu': '9000',
+                         'ansible_play_hosts_all': ['a', 'b', 'c'], 'hostvars': hostvars})
+    assert result['failed'] is True
+    assert '- jumbo_mtu_address of host b: peer bad host is neither an IP address nor a host name' in result['msg']
+    assert 'of host c' not in result['msg']
+
+
+def test_action_refuses_unknown_options():
+    from ansible.errors import AnsibleActionFail
+
+    with pytest.raises(AnsibleActionFail):
+        run_action({'inventory_hostname': 'a'}, args={'roles': ['bbr']})
