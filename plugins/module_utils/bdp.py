@@ -10,6 +10,7 @@ everywhere.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from decimal import Decimal, InvalidOperation, ROUND_CEILING, ROUND_HALF_UP
@@ -21,6 +22,7 @@ MAX_RATE_BPS = 16 * 10 ** 11        # 1.6 Tbit/s
 MIN_RTT_MS = Decimal('0.001')       # 1 microsecond
 MAX_RTT_MS = Decimal(10000)         # 10 s
 MIN_HEADROOM = Decimal(2)           # Linux keeps part of each socket buffer for overhead
+MAX_HEADROOM = Decimal(64)          # beyond this the buffers mostly waste memory
 DEFAULT_HEADROOM = 8                # docs/bdp.md, 'Choosing the default headroom' (WAN-lab benchmark)
 BACKLOG_MIN = 1000                  # the kernel's default net.core.netdev_max_backlog
 BACKLOG_MAX = 250000                # ESnet's figure for 100 Gbit/s hosts
@@ -42,16 +44,46 @@ class UnitError(ValueError):
     """A value the collection cannot use; the message names the variable, the value and what is accepted."""
 
 
+# Longest value text shown in a message; longer values show their start and their length.
+SHOW_CHARS = 40
+# Longest string _number() reads: no rate, RTT or headroom needs more, and longer text is not parsed at all.
+MAX_NUMBER_CHARS = 100
+# Decimal exponents beyond this are far outside every accepted range; refused before any arithmetic.
+MAX_EXPONENT = 30
+HEADROOM_HELP = 'a number of BDPs from 2 (the floor) to 64, e.g. 8'
+
+
 def _fmt(value):
-    return repr(value) if isinstance(value, str) else str(value)
+    """How a message shows ``value``: strings quoted, huge values cut to their start and their length."""
+    if isinstance(value, str):
+        text = str.__str__(value)
+        if len(text) > SHOW_CHARS:
+            return '%r... (%d characters)' % (text[:SHOW_CHARS], len(text))
+        return repr(text)
+    if isinstance(value, int) and not isinstance(value, bool):
+        text = format(Decimal(value), 'f')          # not str(): Python refuses ints of more than 4300 digits
+    else:
+        text = str(value)
+    return text if len(text) <= SHOW_CHARS else '%s... (%d characters)' % (text[:SHOW_CHARS], len(text))
+
+
+def _kind(value):
+    """The built-in type of ``value`` by its plain name (tagged Ansible values show as str, list, dict, ...)."""
+    for klass in type(value).__mro__:
+        if klass.__module__ == 'builtins' and klass is not object:
+            return klass.__name__
+    return 'object'
 
 
 def _number(value, name, accepted):
     """Split ``value`` into (Decimal number, unit string) or raise UnitError."""
     if isinstance(value, bool) or value is None or not isinstance(value, (int, float, str)):
         raise UnitError('%s: %s (%s) is not usable; expected %s.'
-                        % (name, _fmt(value), type(value).__name__, accepted))
+                        % (name, _fmt(value), _kind(value), accepted))
     if isinstance(value, str):
+        if len(value) > MAX_NUMBER_CHARS:
+            raise UnitError('%s: %s is too long to be a number with a unit; expected %s.'
+                            % (name, _fmt(value), accepted))
         match = _NUMBER.match(value)
         if not value.strip() or not match:
             raise UnitError('%s: %s is not a number with a unit; expected %s.' % (name, _fmt(value), accepted))
@@ -59,13 +91,32 @@ def _number(value, name, accepted):
     else:
         if isinstance(value, float) and not math.isfinite(value):
             raise UnitError('%s: %s is not a finite number; expected %s.' % (name, value, accepted))
-        number, unit = repr(value), ''
+        number, unit = (value if isinstance(value, int) else repr(value)), ''
     try:
-        return Decimal(number), unit
-    except InvalidOperation:
+        number = Decimal(number)
+    except (InvalidOperation, ValueError, ArithmeticError):
         raise UnitError('%s: %s is not a number; expected %s.' % (name, _fmt(value), accepted))
+    # 1e999999999 would overflow the arithmetic below (decimal.Overflow), and 1e9999 would print 10000 digits
+    if number and not -MAX_EXPONENT <= number.adjusted() <= MAX_EXPONENT:
+        raise UnitError('%s: %s is far too %s (about 10^%d); expected %s.'
+                        % (name, _fmt(value), 'large' if number.adjusted() > 0 else 'small',
+                           number.adjusted(), accepted))
+    return number, unit
 
 
+def _arithmetic(func):
+    """Turn any arithmetic error of a parser (decimal.Overflow, ...) into a UnitError naming the variable and value."""
+    @functools.wraps(func)
+    def parse(value, name=func.__defaults__[0]):
+        try:
+            return func(value, name)
+        except ArithmeticError:
+            raise UnitError('%s: %s is not a usable number; expected %s.'
+                            % (name, _fmt(value), _HELP[func.__name__]))
+    return parse
+
+
+@_arithmetic
 def parse_rate(value, name='rate'):
     """Return a link rate in bit/s (int) from ``1g``, ``2.5gbit``, ``500m``, ``100mbps`` or a bare number in bit/s."""
     number, unit = _number(value, name, RATE_HELP)
@@ -75,7 +126,7 @@ def parse_rate(value, name='rate'):
                         'multiply by 8 (%s %sB/s is %s%sbit) and pass %s.'
                         % (name, _fmt(value), number, prefix, _strip(number * 8), prefix.lower(), RATE_HELP))
     if suffix.lower() not in _BIT_SUFFIXES:
-        raise UnitError('%s: %s has an unknown unit %r; expected %s.' % (name, _fmt(value), unit, RATE_HELP))
+        raise UnitError('%s: %s has an unknown unit %s; expected %s.' % (name, _fmt(value), _fmt(unit), RATE_HELP))
     bps = number * (Decimal(10) ** _PREFIX[prefix.lower()])
     if bps <= 0:
         raise UnitError('%s: %s must be above zero; expected %s.' % (name, _fmt(value), RATE_HELP))
@@ -88,11 +139,12 @@ def parse_rate(value, name='rate'):
     return int(bps.to_integral_value(rounding=ROUND_CEILING))
 
 
+@_arithmetic
 def parse_rtt(value, name='rtt'):
     """Return a round-trip time in milliseconds (Decimal) from ``98``, ``98ms``, ``0.098s`` or ``98000us``."""
     number, unit = _number(value, name, RTT_HELP)
     if unit.lower() not in _RTT_UNITS and unit not in _RTT_UNITS:
-        raise UnitError('%s: %s has an unknown unit %r; expected %s.' % (name, _fmt(value), unit, RTT_HELP))
+        raise UnitError('%s: %s has an unknown unit %s; expected %s.' % (name, _fmt(value), _fmt(unit), RTT_HELP))
     ms = number * _RTT_UNITS.get(unit, _RTT_UNITS.get(unit.lower()))
     if ms <= 0:
         raise UnitError('%s: %s must be above zero; expected %s.' % (name, _fmt(value), RTT_HELP))
@@ -102,16 +154,23 @@ def parse_rtt(value, name='rtt'):
     return ms
 
 
+@_arithmetic
 def parse_headroom(value, name='headroom'):
-    """Return a buffer headroom factor (Decimal, at least 2) from a number."""
-    accepted = 'a number of BDPs from 2 (the floor) to 64, e.g. 8'
-    number, unit = _number(value, name, accepted)
+    """Return a buffer headroom factor (Decimal, 2 to 64) from a number."""
+    number, unit = _number(value, name, HEADROOM_HELP)
     if unit:
-        raise UnitError('%s: %s has a unit; expected %s.' % (name, _fmt(value), accepted))
-    if number < MIN_HEADROOM or number > 64:
+        raise UnitError('%s: %s has a unit; expected %s.' % (name, _fmt(value), HEADROOM_HELP))
+    if number < MIN_HEADROOM:
         raise UnitError('%s: %s is outside 2 to 64; Linux keeps part of each socket buffer for overhead, '
-                        'so less than 2 x BDP cannot fill the path. Expected %s.' % (name, _fmt(value), accepted))
+                        'so less than 2 x BDP cannot fill the path. Expected %s.' % (name, _fmt(value), HEADROOM_HELP))
+    if number > MAX_HEADROOM:
+        raise UnitError('%s: %s is outside 2 to 64; above 64 x BDP the buffers mostly waste memory (the path holds '
+                        '1 x BDP in flight, and 8 already keeps BBR near line rate at 1 %% loss). '
+                        'Expected %s.' % (name, _fmt(value), HEADROOM_HELP))
     return number
+
+
+_HELP = {'parse_rate': RATE_HELP, 'parse_rtt': RTT_HELP, 'parse_headroom': HEADROOM_HELP}
 
 
 def _strip(number):

@@ -432,3 +432,83 @@ def test_human_bytes(count, text):
 ])
 def test_human_rate(bps, text):
     assert bdp.human_rate(bps) == text
+
+
+# --------------------------------------------------------------------------- huge and odd values (issue 7)
+
+@pytest.mark.parametrize('parse, value, fragment', [
+    (bdp.parse_rate, '1e999999999', "'1e999999999' is far too large (about 10^999999999)"),
+    (bdp.parse_rate, '1e9999', "'1e9999' is far too large (about 10^9999)"),
+    (bdp.parse_rate, '1e-9999g', "'1e-9999g' is far too small (about 10^-9999)"),
+    (bdp.parse_rate, 1e308, '1e+308 is far too large (about 10^308)'),
+    (bdp.parse_rtt, '1e999999999', "'1e999999999' is far too large"),
+    (bdp.parse_rtt, '1e-999999999s', "'1e-999999999s' is far too small"),
+    (bdp.parse_headroom, '1e999999999', "'1e999999999' is far too large"),
+])
+def test_huge_exponents_are_refused_before_any_arithmetic(parse, value, fragment):
+    with pytest.raises(UnitError) as info:
+        parse(value, 'wan_value')
+    message = str(info.value)
+    assert message.startswith('wan_value: ')
+    assert fragment in message
+    assert 'expected ' in message
+    assert len(message) < 300
+    assert 'decimal' not in message and '<class' not in message
+
+
+@pytest.mark.parametrize('parse', [bdp.parse_rate, bdp.parse_rtt, bdp.parse_headroom])
+def test_long_strings_are_shortened_and_not_parsed(parse):
+    with pytest.raises(UnitError) as info:
+        parse('9' * 32000, 'wan_value')
+    message = str(info.value)
+    assert message.startswith("wan_value: '%s'... (32000 characters) is too long" % ('9' * 40))
+    assert len(message) < 400
+
+
+def test_huge_ints_are_shortened():
+    with pytest.raises(UnitError) as info:
+        bdp.parse_rate(10 ** 5000, 'wan_rate')
+    message = str(info.value)
+    assert message.startswith('wan_rate: 1%s... (5001 characters) is far too large' % ('0' * 39))
+    assert len(message) < 400
+
+
+def test_arithmetic_errors_become_unit_errors(monkeypatch):
+    monkeypatch.setattr(bdp, '_number', lambda value, name, accepted: (Decimal('Infinity') * 0, ''))
+    with pytest.raises(UnitError, match=r"^wan_rtt: '98' is not a usable number; expected a number in milliseconds"):
+        bdp.parse_rtt('98', 'wan_rtt')
+
+
+class _AnsibleTaggedList(list):
+    """Stands in for ansible-core 2.19's tagged lists."""
+
+
+def test_tagged_types_show_their_builtin_name():
+    with pytest.raises(UnitError) as info:
+        bdp.parse_rate(_AnsibleTaggedList(['1g']), 'wan_rate')
+    assert "['1g'] (list) is not usable" in str(info.value)
+    assert 'Tagged' not in str(info.value)
+
+
+@pytest.mark.parametrize('value', [64.5, 65, '100', 1000, '1e3'])
+def test_headroom_above_64_has_its_own_reason(value):
+    with pytest.raises(UnitError) as info:
+        bdp.parse_headroom(value, 'wan_headroom')
+    message = str(info.value)
+    assert_names_value_and_help(message, 'wan_headroom', value, HEADROOM_HELP)
+    assert 'above 64 x BDP the buffers mostly waste memory' in message
+    assert 'cannot fill the path' not in message
+
+
+@pytest.mark.parametrize('value', [1, 1.99, '0'])
+def test_headroom_below_2_keeps_its_reason(value):
+    with pytest.raises(UnitError) as info:
+        bdp.parse_headroom(value, 'wan_headroom')
+    assert 'less than 2 x BDP cannot fill the path' in str(info.value)
+    assert 'waste memory' not in str(info.value)
+
+
+def test_parsers_keep_their_names_and_keyword_arguments():
+    assert bdp.parse_rate.__name__ == 'parse_rate'
+    assert bdp.parse_rate('1g', name='x') == 10 ** 9
+    assert bdp.parse_rtt(98) == Decimal(98)
