@@ -13,17 +13,24 @@ version_added: 0.1.0
 description:
   - With O(state=available), finds out whether the kernel has the congestion control (built in, loaded, or as a
     loadable module), loads the module now and persists the load in C(/etc/modules-load.d), and does the same for
-    the C(sch_fq) queueing discipline. It then puts fq on the given interfaces (the ones carrying default routes
-    when none are named). A kernel without the algorithm fails with its version and the fix; a kernel without fq is
+    the C(sch_fq) queueing discipline. It then puts fq on every TX queue of the given interfaces (the ones carrying
+    default routes when none are named), as the root qdisc of a single-queue interface, and as the child of each
+    queue under C(mq) on a multiqueue NIC (never one root fq over all queues, which would put every queue behind one
+    lock). A root qdisc that someone configured (a handle other than C(0:), for example an htb shaper) is left alone
+    with a warning. A kernel without the algorithm fails with its version and the fix; a kernel without fq is
     reported and the run continues, because Linux 4.13 and later pace TCP without fq.
   - It does not set the default congestion control; the P(bdp.wan_tune.bbr#role) role does that with
     M(bdp.wan_tune.sysctl_dropin), so all kernel parameters go through one file and one engine.
-  - With O(state=absent), removes O(modules_load_file) and takes fq off the interfaces this module put it on
-    (recorded in O(state_dir)), so the kernel's default root qdisc comes back; fq an interface had before is left
-    alone. Loaded modules stay loaded until the next boot.
+  - With O(state=absent), removes O(modules_load_file) and gives the kernel's default qdisc back to the interfaces
+    whose fq the collection caused, so run it after C(net.core.default_qdisc) was restored. Those are the ones this
+    module put fq on (recorded in O(state_dir)), and those that got fq at boot from the C(default_qdisc=fq) that is
+    no longer the default. fq an interface had before is left alone. Every interface is tried even after a failure; the
+    failures are reported together and stay recorded for a retry. Loaded modules stay loaded until the next
+    boot.
   - With O(state=verified), opens a TCP connection over loopback and reads the congestion control the kernel gave
-    it (C(getsockopt TCP_CONGESTION), and C(ss -ti) where present). Fails when it is not O(algorithm), except in
-    check mode, where the change it verifies was not made; it then only reports. Never changes anything.
+    it (C(getsockopt TCP_CONGESTION), and C(ss -ti) where present; not in check mode, since ss makes the kernel load
+    the tcp_diag module). Fails when it is not O(algorithm), except in check mode, where the change it verifies was
+    not made; it then only reports. Never changes anything.
 author:
   - bdp.wan_tune maintainers (@bdp-wan-tune)
 options:
@@ -38,7 +45,7 @@ options:
     default: fq
   interfaces:
     description:
-      - Interfaces that get O(qdisc) as root qdisc now. Empty means the interfaces of the IPv4 and IPv6 default
+      - Interfaces that get O(qdisc) on every TX queue now. Empty means the interfaces of the IPv4 and IPv6 default
         routes. Interfaces that do not exist fail the task before anything changes.
     type: list
     elements: str
@@ -54,7 +61,8 @@ options:
     type: str
     default: ''
   state_dir:
-    description: Where the root qdisc each interface had before this module changed it is recorded (C(qdisc.json)).
+    description: Where the qdiscs each interface had before this module changed them are recorded (C(qdisc.json)),
+      for example V(fq_codel) or V(mq/fq_codel).
     type: path
     default: /var/lib/bdp_wan_tune
   state:
@@ -71,7 +79,7 @@ attributes:
     support: full
   diff_mode:
     support: full
-    details: Shows the modules-load file and each interface's root qdisc change.
+    details: Shows the modules to load, the modules-load file and each interface's qdisc change.
   platform:
     platforms: linux
 requirements:
@@ -121,10 +129,10 @@ loaded:
   elements: str
   sample: [tcp_bbr]
 interfaces:
-  description: Per interface, the root qdisc before and after.
+  description: Per interface, its qdiscs before and after (V(mq/fq) is mq with fq under every queue).
   returned: when state is available or absent
   type: dict
-  sample: {"eth0": {"before": "pfifo_fast", "after": "fq"}}
+  sample: {"eth0": {"before": "fq_codel", "after": "fq"}, "eth1": {"before": "mq/fq_codel", "after": "mq/fq"}}
 socket_algorithm:
   description: The congestion control of a fresh loopback TCP connection.
   returned: when state is verified
@@ -137,73 +145,13 @@ ss_algorithm:
   sample: bbr
 """
 
-import gzip
 import os
 import re
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.bdp.wan_tune.plugins.module_utils import files, sysctl
-
-
-def kernel_config(option):
-    """'y', 'm', 'n' or None (unknown) for a CONFIG_ option, from /proc/config.gz or /boot/config-*."""
-    release = os.uname()[2]
-    text = None
-    try:
-        with gzip.open('/proc/config.gz', 'rt') as handle:
-            text = handle.read()
-    except (IOError, OSError, EOFError):
-        text = files.read_text('/boot/config-%s' % release)
-    if text is None:
-        return None
-    match = re.search(r'^%s=(\w+)$' % re.escape(option), text, re.M)
-    return match.group(1) if match else 'n'
-
-
-class Kernel(object):
-    def __init__(self, module):
-        self.module = module
-        self.release = os.uname()[2]
-        self.modprobe = module.get_bin_path('modprobe', opt_dirs=['/sbin', '/usr/sbin'])
-
-    def builtin(self, name):
-        text = files.read_text('/lib/modules/%s/modules.builtin' % self.release)
-        if text is not None:
-            return re.search(r'/%s\.ko$' % re.escape(name), text, re.M) is not None
-        return None
-
-    def module_file(self, name):
-        if not self.modprobe:
-            return False
-        rc, out, err = self.module.run_command([self.modprobe, '--dry-run', '--first-time', name])
-        return rc == 0
-
-    def source(self, name, config, present):
-        """'builtin', 'module' (loadable, loaded or not), 'missing' or 'unknown'."""
-        if os.path.exists('/sys/module/%s/initstate' % name):  # a loaded loadable module
-            return 'module'
-        builtin = self.builtin(name)
-        setting = kernel_config(config)
-        # built-ins that have parameters also appear in /sys/module, without initstate
-        if builtin or setting == 'y' or os.path.isdir('/sys/module/%s' % name):
-            return 'builtin'
-        if setting == 'm' or self.module_file(name):
-            return 'module'
-        if present:
-            return 'builtin'
-        return 'missing' if setting == 'n' or builtin is False else 'unknown'
-
-    def load(self, name):
-        if os.path.exists('/sys/module/%s/initstate' % name):
-            return False
-        if not self.modprobe:
-            self.module.fail_json(msg='%s is a loadable module but modprobe is missing; install kmod.' % name)
-        if not self.module.check_mode:
-            rc, out, err = self.module.run_command([self.modprobe, name])
-            if rc != 0:
-                self.module.fail_json(msg='modprobe %s failed on kernel %s: %s' % (name, self.release, err.strip()))
-        return True
+from ansible_collections.bdp.wan_tune.plugins.module_utils import files, qdisc, sysctl
+from ansible_collections.bdp.wan_tune.plugins.module_utils.kmod import Kernel
 
 
 def default_route_interfaces():
@@ -226,7 +174,7 @@ def available(module):
     algorithm = params['algorithm']
     result = {'changed': False, 'kernel': kernel.release, 'loaded': [], 'interfaces': {}, 'diff': []}
     cc_list = (sysctl.read_live('net.ipv4.tcp_available_congestion_control') or '').split()
-    source = kernel.source('tcp_' + algorithm, 'CONFIG_TCP_CONG_' + algorithm.upper(), algorithm in cc_list)
+    source = kernel.congestion_source(algorithm, algorithm in cc_list)
     if source in ('missing', 'unknown') and algorithm not in cc_list:
         module.fail_json(msg='Kernel %s has no %s congestion control: it is neither built in nor available as module '
                              'tcp_%s (available: %s). Boot a kernel built with CONFIG_TCP_CONG_%s (Linux 4.9 or later; '
@@ -253,6 +201,10 @@ def available(module):
             module.warn('The fq qdisc (sch_fq) is not available on kernel %s (%s); continuing without it. Linux 4.13 '
                         'and later pace TCP internally, so BBR still works.' % (kernel.release, qsource))
     result['changed'] = bool(result['loaded'])
+    if result['loaded']:
+        result['diff'].append({'before': '', 'after': ''.join(name + '\n' for name in result['loaded']),
+                               'before_header': 'loaded kernel modules (lsmod)',
+                               'after_header': 'loaded kernel modules (lsmod)'})
     persist(module, needs_load, result)
     if result['qdisc_available']:
         set_qdiscs(module, result)
@@ -276,12 +228,12 @@ def persist(module, names, result):
     files.write_atomic(module, path, new)
 
 
-def root_qdisc(module, tc, name):
-    rc, out, err = module.run_command([tc, 'qdisc', 'show', 'dev', name, 'root'])
+def qdisc_trees(module, tc):
+    """Every interface's qdiscs, from one ``tc qdisc show``."""
+    rc, out, err = module.run_command([tc, 'qdisc', 'show'])
     if rc != 0:
-        module.fail_json(msg='tc qdisc show dev %s failed: %s' % (name, err.strip()))
-    fields = out.split()
-    return fields[1] if len(fields) > 1 else 'none'
+        module.fail_json(msg='tc qdisc show failed: %s' % err.strip())
+    return qdisc.trees(out)
 
 
 def qdisc_record(module):
@@ -295,19 +247,23 @@ def _tc(module, names, result):
     return tc
 
 
-def _change_qdisc(module, result, name, before, after, argv):
+def _change_qdisc(module, result, name, before, after, commands):
+    """Report one interface's change; outside check mode run its tc commands. Returns an error or None."""
     result['interfaces'][name] = {'before': before, 'after': after}
     result['changed'] = True
-    result['diff'].append({'before': 'root qdisc %s\n' % before, 'after': 'root qdisc %s\n' % after,
+    result['diff'].append({'before': 'qdisc %s\n' % before, 'after': 'qdisc %s\n' % after,
                            'before_header': name, 'after_header': name})
-    if not module.check_mode:
+    if module.check_mode:
+        return None
+    for argv in commands:
         rc, out, err = module.run_command(argv)
         if rc != 0:
-            module.fail_json(msg='%s failed: %s' % (' '.join(argv), err.strip()), **result)
+            return '%s failed: %s' % (' '.join(argv), err.strip())
+    return None
 
 
 def set_qdiscs(module, result):
-    """Put fq on the interfaces as root qdisc; record what each had, for state=absent."""
+    """Put fq on every TX queue of the interfaces (under mq on a multiqueue NIC); record what each had."""
     names = module.params['interfaces'] or default_route_interfaces()
     missing = [name for name in names if not os.path.isdir('/sys/class/net/%s' % name)]
     if missing:
@@ -316,37 +272,82 @@ def set_qdiscs(module, result):
                              % (', '.join(missing), ', '.join(sorted(os.listdir('/sys/class/net')))), **result)
     tc = _tc(module, names, result)
     record = files.load_record(qdisc_record(module))
+    found = qdisc_trees(module, tc) if names else {}
     for name in names:
-        before = root_qdisc(module, tc, name)
-        if before == 'fq':
-            result['interfaces'][name] = {'before': before, 'after': before}
+        before = found.get(name) or qdisc.Tree(name, [])
+        if before.has('fq'):
+            result['interfaces'][name] = {'before': before.describe(), 'after': before.describe()}
             continue
-        record.setdefault(name, before)
+        if not before.default and not before.multiqueue:
+            module.warn('%s has the root qdisc %s %s that someone configured; it is left alone (fq would replace that '
+                        'configuration). Remove it, or add fq to it yourself, to pace BBR with fq.'
+                        % (name, before.kind, before.root['handle']))
+            result['interfaces'][name] = {'before': before.describe(), 'after': before.describe()}
+            continue
+        record.setdefault(name, before.describe())
         if not module.check_mode:
             files.save_record(module, qdisc_record(module), record)
-        _change_qdisc(module, result, name, before, 'fq', [tc, 'qdisc', 'replace', 'dev', name, 'root', 'fq'])
+        after = 'mq/fq' if before.multiqueue else 'fq'
+        error = _change_qdisc(module, result, name, before.describe(), after, before.set_commands(tc, 'fq'))
+        if error:
+            module.fail_json(msg=error, **result)
+
+
+def _ours(record, name, current, default_qdisc):
+    """fq on ``name`` that the collection put there: recorded by set_qdiscs, or attached at boot from the
+    default_qdisc=fq of the bbr role's file when the default (already restored) is no longer fq."""
+    leftover = name in record and current.kind == 'pfifo' and not current.default   # a reset stopped half-way
+    if not current.has('fq') and not leftover:
+        return False
+    if name in record:
+        return record[name] not in ('fq', 'mq/fq')
+    return default_qdisc not in (None, 'fq') and current.default_with('fq')   # None: unknown, not ours to judge
 
 
 def remove_qdiscs(module, result):
-    """Take fq off the interfaces this module put it on (kernel default root qdisc comes back)."""
+    """Give back to the kernel's default qdisc every interface whose fq the collection caused.
+
+    Runs after the bbr role restored net.core.default_qdisc. Goes through every interface, even after a failure,
+    and keeps the record of those that failed so that a retry still knows them."""
     record = files.load_record(qdisc_record(module))
-    names = [name for name in record if os.path.isdir('/sys/class/net/%s' % name)]
-    tc = _tc(module, names, result)
-    for name in names:
-        before = root_qdisc(module, tc, name)
-        if before == 'fq' and record[name] != 'fq':
-            _change_qdisc(module, result, name, before, 'kernel default (was %s)' % record[name],
-                          [tc, 'qdisc', 'del', 'dev', name, 'root'])
-    if record:
+    default_qdisc = sysctl.read_live('net.core.default_qdisc')
+    present = set(os.listdir('/sys/class/net')) if os.path.isdir('/sys/class/net') else set()
+    recorded = sorted(name for name in record if name in present)
+    look = bool(recorded) or (default_qdisc not in (None, 'fq') and bool(present))
+    tc = module.get_bin_path('tc', opt_dirs=['/sbin', '/usr/sbin']) if look else None
+    if recorded and not tc:
+        module.fail_json(msg='tc is missing; install iproute2 to change the qdisc of %s.' % ', '.join(recorded),
+                         **result)
+    found = qdisc_trees(module, tc) if tc else {}
+    errors, keep = [], {}
+    for name in sorted(found):
+        current = found[name]
+        if not _ours(record, name, current, default_qdisc):
+            continue
+        after = ('kernel default (was %s)' % record[name] if name in record
+                 else 'kernel default (default_qdisc %s)' % default_qdisc)
+        error = _change_qdisc(module, result, name, current.describe(), after, current.reset_commands(tc))
+        if error:
+            errors.append(error)
+            keep[name] = record.get(name, 'kernel default')     # a retry resets it, also from a leftover pfifo
+    if record and record != keep:
         result['changed'] = True
         if not module.check_mode:
-            files.save_record(module, qdisc_record(module), {})
+            files.save_record(module, qdisc_record(module), keep)
+    return errors
 
 
 def absent(module):
     result = {'changed': False, 'kernel': os.uname()[2], 'interfaces': {}, 'diff': []}
-    persist(module, [], result)
-    remove_qdiscs(module, result)
+    errors = []
+    try:
+        persist(module, [], result)
+    except (IOError, OSError) as exc:
+        errors.append('removing %s failed: %s' % (module.params['modules_load_file'], exc))
+    errors += remove_qdiscs(module, result)
+    if errors:
+        module.fail_json(msg='The rollback of the qdiscs and module loading is incomplete: %s. Everything else was '
+                             'restored; fix the cause and run the rollback again.' % '; '.join(errors), **result)
     return result
 
 
@@ -364,7 +365,9 @@ def verified(module):
         raw = client.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16)
         result['socket_algorithm'] = raw.split(b'\0', 1)[0].decode('ascii')
         result['ss_algorithm'] = None
-        ss = module.get_bin_path('ss', opt_dirs=['/sbin', '/usr/sbin'])
+        # ss makes the kernel load inet_diag and tcp_diag where they are modules: not in check mode, which changes
+        # nothing (the socket's own getsockopt answer is enough there)
+        ss = None if module.check_mode else module.get_bin_path('ss', opt_dirs=['/sbin', '/usr/sbin'])
         if ss:
             rc, out, err = module.run_command([ss, '-tinH', 'state', 'established', '( sport = :%d )' % port])
             known = (sysctl.read_live('net.ipv4.tcp_available_congestion_control') or '').split()

@@ -1,12 +1,13 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, bdp.wan_tune contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""tcp_congestion: kernel config and route parsing, name validation, available() with a module stub, and
-state=verified against the real loopback (the only place the real kernel is used; nothing is changed)."""
+"""tcp_congestion: route parsing, name validation, available() and absent() against a fake kernel and a fake tc
+that model real qdisc trees, and state=verified against the real loopback (the only place the real kernel is used;
+nothing is changed). kmod.kernel_config has its own tests in module_utils/test_kmod.py, the qdisc trees in
+module_utils/test_qdisc.py."""
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import socket
@@ -15,10 +16,11 @@ import sys
 import pytest
 import yaml
 
-from ansible_collections.bdp.wan_tune.plugins.module_utils import files, sysctl
+from ansible_collections.bdp.wan_tune.plugins.module_utils import files, kmod
 from ansible_collections.bdp.wan_tune.plugins.modules import tcp_congestion
 
 FAKE_RELEASE = '6.1.0-28-amd64'
+TC = '/usr/sbin/tc'
 
 ROUTE = (
     'Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n'
@@ -28,8 +30,6 @@ ROUTE = (
     'wg0\t00000000\t00000000\t0001\t0\t0\t200\t00000000\t0\t0\t0\n'
     'eth0\t00000000\t020200C0\t0003\t0\t0\t300\t00000000\t0\t0\t0\n'
 )
-# a default route via lo, so that the interface exists on any host running the tests
-LO_DEFAULT_ROUTE = ROUTE.splitlines(True)[0] + 'lo\t00000000\t00000000\t0001\t0\t0\t0\t00000000\t0\t0\t0\n'
 Z = '0' * 32
 IPV6_ROUTE = '\n'.join([
     'fd000000000000000000000000000000 40 %s 00 %s 00000100 00000001 00000000 00000001     eth0' % (Z, Z),
@@ -40,6 +40,33 @@ IPV6_ROUTE = '\n'.join([
     '%s 00 %s 00 %s ffffffff 00000001 00000000 00200200       lo' % (Z, Z, Z),
     '',
 ])
+
+
+def default_route(name):
+    """/proc/net/route with one IPv4 default route, via ``name``."""
+    return ROUTE.splitlines(True)[0] + '%s\t00000000\t010200C0\t0003\t0\t0\t100\t00000000\t0\t0\t0\n' % name
+
+
+# Recorded on a Debian VM (kernel 6.12; ens4 is a 2-queue virtio NIC): `tc qdisc show` of a stock host.
+STOCK_SHOW = """\
+qdisc noqueue 0: dev lo root refcnt 2
+qdisc fq_codel 0: dev ens3 root refcnt 2 limit 10240p flows 1024 quantum 1514 target 5ms interval 100ms memory_limit 32Mb ecn drop_batch 64
+qdisc mq 0: dev ens4 root
+qdisc fq_codel 0: dev ens4 parent :2 limit 10240p flows 1024 quantum 1514 target 5ms interval 100ms memory_limit 32Mb ecn drop_batch 64
+qdisc fq_codel 0: dev ens4 parent :1 limit 10240p flows 1024 quantum 1514 target 5ms interval 100ms memory_limit 32Mb ecn drop_batch 64
+"""  # noqa: E501
+# The same after a reboot with default_qdisc=fq (the children's lines were shortened when recorded).
+REBOOTED_SHOW = """\
+qdisc noqueue 0: dev lo root refcnt 2
+qdisc fq 0: dev ens3 root refcnt 2 limit 10000p flow_limit 100p buckets 1024 orphan_mask 1023 quantum 3028b initial_quantum 15140b low_rate_threshold 550Kbit refill_delay 40ms timer_slack 10us horizon 10s horizon_drop
+qdisc mq 0: dev ens4 root
+qdisc fq 0: dev ens4 parent :2 limit 10000p flow_limit 100p buckets 1024 ...
+qdisc fq 0: dev ens4 parent :1 limit 10000p flow_limit 100p buckets 1024 ...
+"""  # noqa: E501
+
+# FakeNet.state() of those two hosts: root kind and handle, then the children of mq in queue order
+STOCK = {'lo': 'noqueue 0:', 'ens3': 'fq_codel 0:', 'ens4': 'mq 0: fq_codel 0: fq_codel 0:'}
+REBOOTED = {'lo': 'noqueue 0:', 'ens3': 'fq 0:', 'ens4': 'mq 0: fq 0: fq 0:'}
 
 
 # --------------------------------------------------------------------------- helpers
@@ -95,29 +122,42 @@ class StubModule(object):
 @pytest.fixture
 def fake_release(monkeypatch):
     real = os.uname()
-    monkeypatch.setattr(tcp_congestion.os, 'uname',
-                        lambda: os.uname_result((real[0], real[1], FAKE_RELEASE, real[3], real[4])))
+    monkeypatch.setattr(os, 'uname', lambda: os.uname_result((real[0], real[1], FAKE_RELEASE, real[3], real[4])))
     return FAKE_RELEASE
+
+
+class FakeKernel(object):
+    """Files below /proc, /lib/modules and /boot, kernel config options, /sys/module and modprobe."""
+
+    def __init__(self, proc):
+        self.proc = proc
+        self.files = {}           # path -> text, for /proc, /lib/modules and /boot
+        self.config = {}          # CONFIG_ option -> 'y', 'm' or 'n'
+        self.sys_module = set()   # entries below /sys/module, e.g. 'tcp_bbr', 'tcp_bbr/initstate'
+        self.module_files = set()  # loadable modules that modprobe --dry-run finds
+
+    def available(self, names):
+        self.proc.set('net.ipv4.tcp_available_congestion_control', names)
+
+    def modprobe(self, argv):
+        """modprobe --dry-run --first-time NAME finds module_files; modprobe NAME loads NAME."""
+        name = argv[-1]
+        if '--dry-run' in argv:
+            if name in self.module_files:
+                return 0, 'insmod /lib/modules/%s/kernel/net/%s.ko\n' % (FAKE_RELEASE, name), ''
+            return StubModule.no_module_files(argv)
+        self.sys_module.update([name, name + '/initstate'])
+        if name.startswith('tcp_'):
+            self.available('%s %s' % (self.proc.get('net.ipv4.tcp_available_congestion_control'), name[4:]))
+        return 0, '', ''
 
 
 @pytest.fixture
 def kernel(monkeypatch, proc, fake_release):
-    """A fake kernel: its files (files.read_text), kernel config options, /sys/module entries and available
-    algorithms."""
-
-    class Kernel(object):
-        def __init__(self):
-            self.files = {}           # path -> text, for /proc, /lib/modules and /boot
-            self.config = {}          # CONFIG_ option -> 'y', 'm' or 'n'
-            self.sys_module = set()   # entries below /sys/module, e.g. 'tcp_bbr', 'tcp_bbr/initstate'
-
-        def available(self, names):
-            proc.set('net.ipv4.tcp_available_congestion_control', names)
-
-    fake = Kernel()
-    real_exists = os.path.exists
-
-    real_isdir = os.path.isdir
+    """A fake kernel for kmod (files.read_text, kmod.kernel_config and os.path are the module objects kmod and
+    tcp_congestion share)."""
+    fake = FakeKernel(proc)
+    real_exists, real_isdir, real_read = os.path.exists, os.path.isdir, files.read_text
 
     def exists(path):
         if path.startswith('/sys/module/'):
@@ -130,79 +170,245 @@ def kernel(monkeypatch, proc, fake_release):
             return path[len('/sys/module/'):] in fake.sys_module
         return real_isdir(path)
 
-    real_read = tcp_congestion.files.read_text
-
     def read_kernel_file(path):
         if path.startswith(('/proc/', '/lib/modules/', '/boot/')):
             return fake.files.get(path)
         return real_read(path)          # the modules-load.d file and the qdisc record in tmp_path
 
-    monkeypatch.setattr(tcp_congestion.files, 'read_text', read_kernel_file)
-    monkeypatch.setattr(tcp_congestion, 'kernel_config', fake.config.get)
-    monkeypatch.setattr(tcp_congestion.os.path, 'exists', exists)
-    monkeypatch.setattr(tcp_congestion.os.path, 'isdir', isdir)
+    monkeypatch.setattr(files, 'read_text', read_kernel_file)
+    monkeypatch.setattr(kmod, 'kernel_config', fake.config.get)
+    monkeypatch.setattr(os.path, 'exists', exists)
+    monkeypatch.setattr(os.path, 'isdir', isdir)
     fake.available('reno cubic')
     return fake
 
 
-class FakeNet(object):
-    """Interfaces below /sys/class/net, each with a root qdisc, and a tc that changes them.
+# what tc prints after the handle and the parent of each kind, as kernel 6.12 does
+PARAMS = {
+    'fq_codel': 'limit 10240p flows 1024 quantum 1514 target 5ms interval 100ms memory_limit 32Mb ecn drop_batch 64',
+    'fq': ('limit 10000p flow_limit 100p buckets 1024 orphan_mask 1023 quantum 3028b initial_quantum 15140b '
+           'low_rate_threshold 550Kbit refill_delay 40ms timer_slack 10us horizon 10s horizon_drop'),
+    'pfifo': 'limit 1000p',
+    'pfifo_fast': 'bands 3 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1',
+    'htb': 'r2q 10 default 0 direct_packets_stat 0 direct_qlen 1000',
+    'cake': 'bandwidth unlimited diffserv3 triple-isolate nonat nowash no-ack-filter split-gso rtt 100ms raw '
+            'overhead 0',
+}
 
-    ``defaults`` maps each interface to the root qdisc the kernel gives it; ``root`` holds the current one. As
-    ``respond`` of StubModule it answers ``tc qdisc show`` (nothing printed for 'none'), ``replace`` and ``del`` (the
-    kernel default comes back; deleting a default qdisc fails as on Linux), and modprobe --dry-run (no module files).
+
+class FakeNet(object):
+    """Interfaces below /sys/class/net and a tc that changes their qdisc trees as Linux does.
+
+    Each interface has a root qdisc (kind, handle major) and, under mq, one child per TX queue. The kernel default
+    (attached at creation, by reboot() and after ``del root``) is noqueue for lo, mq with children of
+    net.core.default_qdisc (read from the fake /proc) on a multiqueue NIC, else default_qdisc; all with handle 0:.
+    As ``respond`` of StubModule it answers ``tc qdisc show`` (all devices, in the real format), ``replace root
+    [handle H:] KIND``, ``replace parent H:N KIND`` and ``del root`` (failing as Linux does), and passes modprobe
+    to the fake kernel.
     """
 
-    def __init__(self, **defaults):
-        self.defaults = dict(defaults)
-        self.root = dict(defaults)
-        self.errors = {}          # tc action -> stderr of a failure
+    def __init__(self, proc, modprobe):
+        self.proc = proc
+        self.modprobe = modprobe
+        self.links = {}            # name -> {'queues', 'default', 'root': (kind, major) or None, 'children', ...}
+        self.errors = {}           # action ('replace', 'del') or (action, name) -> stderr of a failure
+        self.next_handle = 0x8001  # the kernel's automatic handles
+
+    # ----- the host
+
+    def add(self, name, queues=1, default=None, ingress=False):
+        """An interface with ``queues`` TX queues; ``default``: its kernel default when not default_qdisc."""
+        self.links[name] = {'queues': queues, 'default': default, 'ingress': ingress}
+        self._attach_default(name)
 
     def remove(self, name):
-        del self.defaults[name], self.root[name]
+        del self.links[name]
+
+    def reboot(self):
+        for name in self.links:
+            self._attach_default(name)
+
+    def default_qdisc(self):
+        return self.proc.get('net.core.default_qdisc')
+
+    def state(self):
+        """name -> 'KIND MAJOR:' of the root, followed by the children of mq in queue order."""
+        state = {}
+        for name, link in self.links.items():
+            parts = ['%s %s:' % link['root']] if link['root'] else ['none']
+            parts += ['%s %s:' % link['children'][minor] for minor in sorted(link['children'])]
+            state[name] = ' '.join(parts)
+        return state
+
+    def run(self, line):
+        """Run ``tc qdisc LINE`` (to set up a test) and insist that it works."""
+        rc, out, err = self([TC, 'qdisc'] + line.split())
+        assert rc == 0, err
+        return out
+
+    # ----- tc
 
     def __call__(self, argv):
         if not argv[0].endswith('/tc'):
-            return StubModule.no_module_files(argv)
-        assert argv[1:3] == ['qdisc', argv[2]] and argv[3] == 'dev' and argv[5] == 'root', argv
-        action, name = argv[2], argv[4]
-        if name not in self.root:
+            return self.modprobe(argv)
+        assert argv[1] == 'qdisc', argv
+        if argv[2:] == ['show']:
+            return 0, self.show(), ''
+        assert argv[2] in ('replace', 'del') and argv[3] == 'dev', argv
+        action, name, rest = argv[2], argv[4], argv[5:]
+        if name not in self.links:
             return 1, '', 'Cannot find device "%s"\n' % name
-        if action in self.errors:
-            return 2, '', self.errors[action]
-        if action == 'show':
-            qdisc = self.root[name]
-            return 0, '' if qdisc == 'none' else 'qdisc %s 8001: root refcnt 2\n' % qdisc, ''
-        if action == 'replace':
-            self.root[name] = argv[6]
-        elif action == 'del':
-            if self.root[name] == self.defaults[name]:
-                return 2, '', 'Error: Cannot delete qdisc with handle of zero.\n'
-            self.root[name] = self.defaults[name]
+        for key in ((action, name), action):
+            if key in self.errors:
+                return 2, '', self.errors[key]
+        link = self.links[name]
+        if action == 'del':
+            assert rest == ['root'], argv
+            return self._delete(name, link)
+        if rest[0] == 'root':
+            where, rest = 'root', rest[1:]
         else:
-            raise AssertionError('unexpected tc command %r' % argv)
+            assert rest[0] == 'parent', argv
+            where, rest = rest[1], rest[2:]
+        handle = None
+        if rest[0] == 'handle':
+            handle, rest = rest[1], rest[2:]
+        assert len(rest) == 1, argv
+        if where == 'root':
+            return self._replace_root(link, rest[0], handle)
+        return self._replace_child(link, where, rest[0])
+
+    def show(self):
+        lines = []
+        for name, link in self.links.items():
+            if link['root']:
+                kind, major = link['root']
+                refcnt = '' if kind == 'mq' else ' refcnt %d' % (max(link['queues'], 1) + 1)
+                lines.append(self._line(kind, major, name, 'root' + refcnt))
+                for minor in sorted(link['children'], reverse=True):
+                    child_kind, child_major = link['children'][minor]
+                    parent = '%s:%x' % ('' if major == '0' else major, minor)
+                    lines.append(self._line(child_kind, child_major, name, 'parent ' + parent))
+            if link['ingress']:
+                lines.append('qdisc ingress ffff: dev %s parent ffff:fff1 ----------------' % name)
+        return ''.join(line + '\n' for line in lines)
+
+    @staticmethod
+    def _line(kind, major, name, where):
+        params = PARAMS.get(kind)
+        return 'qdisc %s %s: dev %s %s%s' % (kind, major, name, where, ' ' + params if params else '')
+
+    def _handle(self):
+        major = '%x' % self.next_handle
+        self.next_handle += 1
+        return major
+
+    def _attach_default(self, name):
+        link = self.links[name]
+        kind = link['default'] or self.default_qdisc()
+        link['children'] = {}
+        if link['queues'] > 1 and not link['default']:
+            link['root'] = ('mq', '0')
+            link['children'] = dict((queue, (kind, '0')) for queue in range(1, link['queues'] + 1))
+        else:
+            link['root'] = None if kind == 'none' else (kind, '0')
+
+    def _replace_root(self, link, kind, handle):
+        if kind == 'mq' and link['queues'] < 2:
+            return 2, '', 'RTNETLINK answers: Operation not supported\n'
+        old = link['root']
+        if handle:
+            major = handle.rstrip(':')
+        elif old and old[0] == kind and old[1] != '0':
+            major = old[1]                    # changed in place
+        else:
+            major = self._handle()            # a default root (handle 0:) is never changed, always replaced
+        link['root'] = (kind, major)
+        if kind == 'mq':
+            link['children'] = dict((queue, (self.default_qdisc(), '0')) for queue in range(1, link['queues'] + 1))
+        else:
+            link['children'] = {}
+        return 0, '', ''
+
+    def _replace_child(self, link, parent, kind):
+        major, minor = parent.split(':', 1)
+        if major in ('', '0') or not link['root'] or link['root'][1] != major:
+            return 2, '', 'Error: Failed to find specified qdisc.\n'
+        queue = int(minor, 16)
+        if link['root'][0] != 'mq' or queue not in link['children']:
+            return 2, '', 'Error: Specified class not found.\n'
+        old = link['children'][queue]
+        link['children'][queue] = (kind, old[1] if old[0] == kind and old[1] != '0' else self._handle())
+        return 0, '', ''
+
+    def _delete(self, name, link):
+        if not link['root']:
+            return 2, '', 'Error: Cannot find specified qdisc on specified device.\n'
+        if link['root'][1] == '0':
+            return 2, '', 'Error: Cannot delete qdisc with handle of zero.\n'
+        self._attach_default(name)
         return 0, '', ''
 
 
 @pytest.fixture
-def net(monkeypatch):
-    """A fake /sys/class/net with lo, eth0 and wan0 and their default root qdiscs; respond= for StubModule."""
-    fake = FakeNet(lo='noqueue', eth0='fq_codel', wan0='fq_codel')
+def net(monkeypatch, proc, kernel):
+    """A fake /sys/class/net with the recorded host's lo, ens3 (one queue) and ens4 (two queues), stock
+    (default_qdisc fq_codel); respond= for StubModule."""
+    proc.set('net.core.default_qdisc', 'fq_codel')
+    fake = FakeNet(proc, kernel.modprobe)
+    fake.add('lo', default='noqueue')
+    fake.add('ens3')
+    fake.add('ens4', queues=2)
     real_isdir, real_listdir = os.path.isdir, os.listdir
 
     def isdir(path):
         if path.startswith('/sys/class/net/'):
-            return path[len('/sys/class/net/'):] in fake.root
+            return path[len('/sys/class/net/'):] in fake.links
+        if path == '/sys/class/net':
+            return True
         return real_isdir(path)
 
     def listdir(path):
         if path == '/sys/class/net':
-            return list(fake.root)
+            return list(fake.links)
         return real_listdir(path)
 
-    monkeypatch.setattr(tcp_congestion.os.path, 'isdir', isdir)
-    monkeypatch.setattr(tcp_congestion.os, 'listdir', listdir)
+    monkeypatch.setattr(os.path, 'isdir', isdir)
+    monkeypatch.setattr(os, 'listdir', listdir)
     return fake
+
+
+def reboot_with_fq(net, proc):
+    """The host after a reboot with the collection's default_qdisc=fq: the kernel attached fq everywhere."""
+    proc.set('net.core.default_qdisc', 'fq')
+    net.reboot()
+
+
+def tc(line):
+    """The argv of ``tc qdisc LINE``."""
+    return [TC, 'qdisc'] + line.split()
+
+
+SHOW = tc('show')
+
+
+def changes(module):
+    """The commands that change something: neither tc qdisc show nor modprobe --dry-run."""
+    return [argv for argv in module.commands if argv != SHOW and '--dry-run' not in argv]
+
+
+def qdisc_diff(name, before, after):
+    return {'before': 'qdisc %s\n' % before, 'after': 'qdisc %s\n' % after, 'before_header': name,
+            'after_header': name}
+
+
+def file_diff(path, before, after):
+    return {'before': before, 'after': after, 'before_header': path, 'after_header': path}
+
+
+def lsmod_diff(*names):
+    return {'before': '', 'after': ''.join(name + '\n' for name in names),
+            'before_header': 'loaded kernel modules (lsmod)', 'after_header': 'loaded kernel modules (lsmod)'}
 
 
 def record_path(module):
@@ -224,87 +430,47 @@ def read(path):
         return handle.read()
 
 
-# --------------------------------------------------------------------------- kernel_config
+# --------------------------------------------------------------------------- the fakes
 
-CONFIG = '\n'.join([
-    '# Automatically generated file; DO NOT EDIT.',
-    'CONFIG_TCP_CONG_CUBIC=y',
-    'CONFIG_TCP_CONG_BBR=m',
-    '# CONFIG_TCP_CONG_VEGAS is not set',
-    'CONFIG_TCP_CONG_BBR2=m',
-    'CONFIG_NET_SCH_FQ=y',
-    'CONFIG_DEFAULT_TCP_CONG="cubic"',
-    '',
-])
+def test_fake_net_prints_what_linux_prints(net, proc):
+    assert net.show() == STOCK_SHOW
+    assert net.state() == STOCK
+    reboot_with_fq(net, proc)
+    assert net.state() == REBOOTED
+    for line, recorded in zip(net.show().splitlines(), REBOOTED_SHOW.splitlines()):
+        assert line.startswith(recorded.rstrip('.').rstrip())
 
 
-@pytest.fixture
-def proc_config_gz(tmp_path, monkeypatch):
-    """/proc/config.gz is a real gzip file in tmp_path."""
-    path = tmp_path / 'config.gz'
-    with gzip.open(str(path), 'wt') as handle:
-        handle.write(CONFIG)
-    real_open = gzip.open
-    opened = []
-
-    def fake_open(name, mode='rb', *args, **kwargs):
-        opened.append(name)
-        assert name == '/proc/config.gz'
-        return real_open(str(path), mode, *args, **kwargs)
-
-    monkeypatch.setattr(tcp_congestion.gzip, 'open', fake_open)
-    monkeypatch.setattr(tcp_congestion.files, 'read_text',
-                        lambda name: pytest.fail('read %s instead of /proc/config.gz' % name))
-    return opened
-
-
-@pytest.mark.parametrize('option, setting', [
-    ('CONFIG_TCP_CONG_CUBIC', 'y'),
-    ('CONFIG_TCP_CONG_BBR', 'm'),           # not confused with CONFIG_TCP_CONG_BBR2
-    ('CONFIG_TCP_CONG_VEGAS', 'n'),         # "is not set"
-    ('CONFIG_TCP_CONG_HTCP', 'n'),          # absent
-    ('CONFIG_NET_SCH_FQ', 'y'),
-])
-def test_kernel_config_from_proc_config_gz(proc_config_gz, option, setting):
-    assert tcp_congestion.kernel_config(option) == setting
-    assert proc_config_gz == ['/proc/config.gz']
+def test_fake_net_changes_trees_as_linux_does(net):
+    assert net([TC, 'qdisc', 'del', 'dev', 'ens3', 'root']) == (
+        2, '', 'Error: Cannot delete qdisc with handle of zero.\n')
+    for parent in (':1', '0:1'):
+        assert net(tc('replace dev ens4 parent %s fq' % parent)) == (2, '', 'Error: Failed to find specified qdisc.\n')
+    net.run('replace dev ens4 root pfifo')
+    assert 'qdisc pfifo 8001: dev ens4 root refcnt 3 limit 1000p\n' in net.show()
+    net.run('del dev ens4 root')
+    assert net.state() == STOCK
+    net.run('replace dev ens4 root handle 1: mq')
+    assert net.state()['ens4'] == 'mq 1: fq_codel 0: fq_codel 0:'
+    net.run('replace dev ens4 parent 1:1 fq')
+    net.run('replace dev ens4 parent 1:2 fq')
+    assert net.show().splitlines()[-3:] == [
+        'qdisc mq 1: dev ens4 root',
+        'qdisc fq 8003: dev ens4 parent 1:2 ' + PARAMS['fq'],
+        'qdisc fq 8002: dev ens4 parent 1:1 ' + PARAMS['fq'],
+    ]
+    net.run('del dev ens4 root')
+    assert net.state() == STOCK
 
 
-def _no_proc_config(name, mode='rb', *args, **kwargs):
-    raise IOError(2, 'No such file or directory', name)
-
-
-def test_kernel_config_falls_back_to_boot_config(monkeypatch, fake_release):
-    asked = []
-    monkeypatch.setattr(tcp_congestion.gzip, 'open', _no_proc_config)
-    monkeypatch.setattr(tcp_congestion.files, 'read_text', lambda path: asked.append(path) or CONFIG)
-    assert tcp_congestion.kernel_config('CONFIG_TCP_CONG_BBR') == 'm'
-    assert tcp_congestion.kernel_config('CONFIG_TCP_CONG_VEGAS') == 'n'
-    assert asked == ['/boot/config-%s' % FAKE_RELEASE] * 2
-
-
-def test_kernel_config_falls_back_when_config_gz_is_not_gzip(monkeypatch, tmp_path):
-    bad = tmp_path / 'config.gz'
-    bad.write_text('not gzip')
-    real_open = gzip.open
-    monkeypatch.setattr(tcp_congestion.gzip, 'open', lambda name, mode='rb': real_open(str(bad), mode))
-    monkeypatch.setattr(tcp_congestion.files, 'read_text', lambda path: 'CONFIG_TCP_CONG_BBR=y\n')
-    assert tcp_congestion.kernel_config('CONFIG_TCP_CONG_BBR') == 'y'
-
-
-def test_kernel_config_unknown_without_any_config(monkeypatch):
-    monkeypatch.setattr(tcp_congestion.gzip, 'open', _no_proc_config)
-    monkeypatch.setattr(tcp_congestion.files, 'read_text', lambda path: None)
-    assert tcp_congestion.kernel_config('CONFIG_TCP_CONG_BBR') is None
-
-
-@pytest.mark.skipif(not os.path.exists('/proc/config.gz'), reason='the host kernel has no /proc/config.gz')
-def test_kernel_config_of_the_host():
-    available = (sysctl.read_live('net.ipv4.tcp_available_congestion_control') or '').split()
-    setting = tcp_congestion.kernel_config('CONFIG_TCP_CONG_CUBIC')
-    assert setting in ('y', 'm', 'n')
-    if 'cubic' in available:
-        assert setting in ('y', 'm')
+def test_fake_kernel_loads_modules(kernel, tmp_path):
+    kernel.module_files.add('tcp_bbr')
+    assert kernel.modprobe(['/usr/sbin/modprobe', '--dry-run', '--first-time', 'tcp_bbr'])[0] == 0
+    assert kernel.modprobe(['/usr/sbin/modprobe', '--dry-run', '--first-time', 'tcp_htcp'])[0] == 1
+    assert kmod.loaded('tcp_bbr') is False
+    kernel.modprobe(['/usr/sbin/modprobe', 'tcp_bbr'])
+    assert kmod.loaded('tcp_bbr') is True
+    assert kernel.proc.get('net.ipv4.tcp_available_congestion_control') == 'reno cubic bbr'
 
 
 # --------------------------------------------------------------------------- default routes
@@ -402,30 +568,32 @@ def test_available_fails_when_nothing_is_known_about_the_algorithm(kernel, tmp_p
     assert module.commands == [['/usr/sbin/modprobe', '--dry-run', '--first-time', 'tcp_htcp']]
 
 
-def test_available_loads_and_persists_modules(kernel, tmp_path):
+def test_available_loads_and_persists_modules(kernel, net, tmp_path):
     kernel.config.update({'CONFIG_TCP_CONG_BBR': 'm', 'CONFIG_NET_SCH_FQ': 'm'})
-    module = StubModule(tmp_path, qdisc='fq', interfaces=['lo'], header='# Ansible managed\n',
-                        respond=lambda argv: (0, 'qdisc noqueue 0: root refcnt 2\n', '') if 'show' in argv
-                        else (0, '', ''))
+    module = StubModule(tmp_path, qdisc='fq', interfaces=['ens3'], header='# Ansible managed\n', respond=net)
     result = tcp_congestion.available(module)
+    path = module.params['modules_load_file']
     assert result['changed'] is True
     assert result['algorithm_source'] == 'module'
     assert result['qdisc_source'] == 'module'
     assert result['qdisc_available'] is True
     assert result['loaded'] == ['tcp_bbr', 'sch_fq']
-    assert read(module.params['modules_load_file']) == '# Ansible managed\ntcp_bbr\nsch_fq\n'
-    assert result['interfaces'] == {'lo': {'before': 'noqueue', 'after': 'fq'}}
+    assert read(path) == '# Ansible managed\ntcp_bbr\nsch_fq\n'
+    assert result['interfaces'] == {'ens3': {'before': 'fq_codel', 'after': 'fq'}}
     assert module.commands == [
         ['/usr/sbin/modprobe', 'tcp_bbr'],
         ['/usr/sbin/modprobe', 'sch_fq'],
-        ['/usr/sbin/tc', 'qdisc', 'show', 'dev', 'lo', 'root'],
-        ['/usr/sbin/tc', 'qdisc', 'replace', 'dev', 'lo', 'root', 'fq'],
+        SHOW,
+        tc('replace dev ens3 root fq'),
     ]
-    assert result['diff'][0] == {'before': '', 'after': '# Ansible managed\ntcp_bbr\nsch_fq\n',
-                                 'before_header': module.params['modules_load_file'],
-                                 'after_header': module.params['modules_load_file']}
-    assert result['diff'][1]['after'] == 'root qdisc fq\n'
-    assert record_of(module) == {'lo': 'noqueue'}          # for state=absent
+    assert result['diff'] == [lsmod_diff('tcp_bbr', 'sch_fq'),
+                              file_diff(path, '', '# Ansible managed\ntcp_bbr\nsch_fq\n'),
+                              qdisc_diff('ens3', 'fq_codel', 'fq')]
+    assert record_of(module) == {'ens3': 'fq_codel'}          # for state=absent
+    # loaded now: a second run loads nothing
+    again = StubModule(tmp_path, qdisc='fq', interfaces=['ens3'], header='# Ansible managed\n', respond=net)
+    assert tcp_congestion.available(again)['changed'] is False
+    assert again.commands == [SHOW]
 
 
 def test_available_check_mode_changes_nothing(kernel, tmp_path):
@@ -434,8 +602,36 @@ def test_available_check_mode_changes_nothing(kernel, tmp_path):
     result = tcp_congestion.available(module)
     assert result['changed'] is True
     assert result['loaded'] == ['tcp_bbr']
+    assert result['diff'] == [lsmod_diff('tcp_bbr'),
+                              file_diff(module.params['modules_load_file'], '', 'tcp_bbr\n')]
     assert module.commands == []
     assert not os.path.exists(module.params['modules_load_file'])
+    assert not os.path.exists(module.params['state_dir'])
+
+
+def test_available_check_mode_with_loadable_modules_reports_everything_and_changes_nothing(kernel, net, tmp_path):
+    # tcp_bbr and sch_fq are module files modprobe finds, not loaded; no kernel config, no modules.builtin
+    kernel.module_files.update({'tcp_bbr', 'sch_fq'})
+    module = StubModule(tmp_path, interfaces=['ens3', 'ens4'], respond=net, check_mode=True)
+    result = tcp_congestion.available(module)
+    path = module.params['modules_load_file']
+    assert result['changed'] is True
+    assert (result['algorithm_source'], result['qdisc_source'], result['qdisc_available']) == ('module', 'module',
+                                                                                               True)
+    assert result['loaded'] == ['tcp_bbr', 'sch_fq']
+    assert result['interfaces'] == {'ens3': {'before': 'fq_codel', 'after': 'fq'},
+                                    'ens4': {'before': 'mq/fq_codel', 'after': 'mq/fq'}}
+    assert result['diff'] == [lsmod_diff('tcp_bbr', 'sch_fq'),
+                              file_diff(path, '', 'tcp_bbr\nsch_fq\n'),
+                              qdisc_diff('ens3', 'fq_codel', 'fq'),
+                              qdisc_diff('ens4', 'mq/fq_codel', 'mq/fq')]
+    assert module.commands == [['/usr/sbin/modprobe', '--dry-run', '--first-time', 'tcp_bbr'],
+                               ['/usr/sbin/modprobe', '--dry-run', '--first-time', 'sch_fq'],
+                               SHOW]
+    assert changes(module) == []
+    assert kernel.sys_module == set()
+    assert net.state() == STOCK
+    assert not os.path.exists(path)
     assert not os.path.exists(module.params['state_dir'])
 
 
@@ -451,14 +647,14 @@ def test_available_with_the_module_already_loaded(kernel, tmp_path):
     assert tcp_congestion.available(StubModule(tmp_path, qdisc='none'))['changed'] is False
 
 
-def test_available_builtin_removes_a_stale_modules_load_file(kernel, tmp_path):
+def test_available_builtin_removes_a_stale_modules_load_file(kernel, net, proc, tmp_path):
     kernel.files['/lib/modules/%s/modules.builtin' % FAKE_RELEASE] = builtin_list('ipv4/tcp_bbr', 'sched/sch_fq')
     kernel.available('reno cubic bbr')
-    # no interfaces given: the default-route interface (lo here, so that it exists on any host) is used
-    kernel.files['/proc/net/route'] = LO_DEFAULT_ROUTE
+    reboot_with_fq(net, proc)
+    # no interfaces given: the default-route interface is used
+    kernel.files['/proc/net/route'] = default_route('ens3')
     kernel.files['/proc/net/ipv6_route'] = ''
-    module = StubModule(tmp_path, qdisc='fq', interfaces=[],
-                        respond=lambda argv: (0, 'qdisc fq 8001: root refcnt 2 limit 10000p\n', ''))
+    module = StubModule(tmp_path, qdisc='fq', interfaces=[], respond=net)
     os.makedirs(os.path.dirname(module.params['modules_load_file']))
     with open(module.params['modules_load_file'], 'w') as handle:
         handle.write('tcp_bbr\n')
@@ -468,14 +664,12 @@ def test_available_builtin_removes_a_stale_modules_load_file(kernel, tmp_path):
     assert result['loaded'] == []
     assert result['changed'] is True
     assert not os.path.exists(module.params['modules_load_file'])
-    assert result['diff'] == [{'before': 'tcp_bbr\n', 'after': '', 'before_header': module.params['modules_load_file'],
-                               'after_header': module.params['modules_load_file']}]
-    assert result['interfaces'] == {'lo': {'before': 'fq', 'after': 'fq'}}
-    assert module.commands == [['/usr/sbin/tc', 'qdisc', 'show', 'dev', 'lo', 'root']]
+    assert result['diff'] == [file_diff(module.params['modules_load_file'], 'tcp_bbr\n', '')]
+    assert result['interfaces'] == {'ens3': {'before': 'fq', 'after': 'fq'}}
+    assert module.commands == [SHOW]
     assert not os.path.exists(module.params['state_dir'])     # fq was there before: nothing recorded
     # and a second run has nothing to do
-    again = tcp_congestion.available(StubModule(tmp_path, qdisc='fq', interfaces=[],
-                                                respond=lambda argv: (0, 'qdisc fq 8001: root\n', '')))
+    again = tcp_congestion.available(StubModule(tmp_path, qdisc='fq', interfaces=[], respond=net))
     assert again['changed'] is False
 
 
@@ -496,10 +690,10 @@ def test_available_module_without_modprobe_fails(kernel, tmp_path):
         tcp_congestion.available(StubModule(tmp_path, qdisc='none', bins=()))
 
 
-def test_available_without_fq_warns_and_continues(kernel, tmp_path):
+def test_available_without_fq_warns_and_continues(kernel, net, tmp_path):
     kernel.available('reno cubic bbr')
     kernel.config.update({'CONFIG_TCP_CONG_BBR': 'y', 'CONFIG_NET_SCH_FQ': 'n'})
-    module = StubModule(tmp_path, qdisc='fq', interfaces=['lo'])
+    module = StubModule(tmp_path, qdisc='fq', interfaces=['ens3'], respond=net)
     result = tcp_congestion.available(module)
     assert result['qdisc_available'] is False
     assert result['qdisc_source'] == 'missing'
@@ -508,26 +702,8 @@ def test_available_without_fq_warns_and_continues(kernel, tmp_path):
         'The fq qdisc (sch_fq) is not available on kernel %s (missing); continuing without it. Linux 4.13 and '
         'later pace TCP internally, so BBR still works.' % FAKE_RELEASE]
     assert module.commands == [['/usr/sbin/modprobe', '--dry-run', '--first-time', 'sch_fq']]
+    assert net.state() == STOCK
 
-
-def test_available_missing_interface_fails_before_changing_qdiscs(kernel, tmp_path):
-    kernel.available('reno cubic bbr')
-    kernel.config.update({'CONFIG_TCP_CONG_BBR': 'y', 'CONFIG_NET_SCH_FQ': 'y'})
-    module = StubModule(tmp_path, qdisc='fq', interfaces=['lo', 'nosuch0'])
-    with pytest.raises(Failed) as info:
-        tcp_congestion.available(module)
-    assert info.value.result['msg'].startswith('interfaces: nosuch0 do not exist on this host (it has ')
-    assert module.commands == []
-
-
-def test_available_without_tc_fails(kernel, tmp_path):
-    kernel.available('reno cubic bbr')
-    kernel.config.update({'CONFIG_TCP_CONG_BBR': 'y', 'CONFIG_NET_SCH_FQ': 'y'})
-    with pytest.raises(Failed, match='tc is missing; install iproute2 to change the qdisc of lo.'):
-        tcp_congestion.available(StubModule(tmp_path, qdisc='fq', interfaces=['lo'], bins=('modprobe',)))
-
-
-# --------------------------------------------------------------------------- qdisc record (available)
 
 def fq_kernel(kernel):
     """bbr and sch_fq built in: available() loads nothing and goes straight to the qdiscs."""
@@ -536,46 +712,144 @@ def fq_kernel(kernel):
     return kernel
 
 
+def test_available_missing_interface_fails_before_changing_qdiscs(kernel, net, tmp_path):
+    fq_kernel(kernel)
+    module = StubModule(tmp_path, qdisc='fq', interfaces=['lo', 'nosuch0'], respond=net)
+    with pytest.raises(Failed) as info:
+        tcp_congestion.available(module)
+    assert info.value.result['msg'] == (
+        'interfaces: nosuch0 do not exist on this host (it has ens3, ens4, lo); name existing interfaces or leave '
+        'the list empty for the default-route interfaces.')
+    assert module.commands == []
+
+
+def test_available_without_tc_fails(kernel, net, tmp_path):
+    fq_kernel(kernel)
+    module = StubModule(tmp_path, qdisc='fq', interfaces=['ens3'], bins=('modprobe',), respond=net)
+    with pytest.raises(Failed, match='^tc is missing; install iproute2 to change the qdisc of ens3.$'):
+        tcp_congestion.available(module)
+    assert module.commands == []
+
+
+# --------------------------------------------------------------------------- fq on every TX queue (available)
+
 def test_available_records_the_qdiscs_it_replaces(kernel, net, tmp_path):
     fq_kernel(kernel)
-    net.root['wan0'] = 'fq'                          # fq already there: not ours, not recorded
-    module = StubModule(tmp_path, interfaces=['eth0', 'wan0', 'lo'], respond=net)
+    net.add('wan0')
+    net.run('replace dev wan0 root fq')              # fq already there: not ours, not recorded
+    module = StubModule(tmp_path, interfaces=['ens3', 'wan0', 'lo'], respond=net)
     result = tcp_congestion.available(module)
     assert result['changed'] is True
-    assert result['interfaces'] == {'eth0': {'before': 'fq_codel', 'after': 'fq'},
+    assert result['interfaces'] == {'ens3': {'before': 'fq_codel', 'after': 'fq'},
                                     'wan0': {'before': 'fq', 'after': 'fq'},
                                     'lo': {'before': 'noqueue', 'after': 'fq'}}
-    assert record_of(module) == {'eth0': 'fq_codel', 'lo': 'noqueue'}
-    assert net.root == {'eth0': 'fq', 'wan0': 'fq', 'lo': 'fq'}
-    assert [argv for argv in module.commands if 'show' not in argv] == [
-        ['/usr/sbin/tc', 'qdisc', 'replace', 'dev', 'eth0', 'root', 'fq'],
-        ['/usr/sbin/tc', 'qdisc', 'replace', 'dev', 'lo', 'root', 'fq'],
-    ]
+    assert record_of(module) == {'ens3': 'fq_codel', 'lo': 'noqueue'}
+    assert net.state() == dict(STOCK, ens3='fq 8002:', wan0='fq 8001:', lo='fq 8003:')
+    assert module.commands == [SHOW, tc('replace dev ens3 root fq'), tc('replace dev lo root fq')]
 
 
-def test_available_keeps_the_first_recorded_qdisc(kernel, net, tmp_path):
+def test_available_puts_fq_under_mq_on_a_multiqueue_nic(kernel, net, tmp_path):
     fq_kernel(kernel)
-    tcp_congestion.available(StubModule(tmp_path, interfaces=['eth0'], respond=net))
-    net.root['eth0'] = 'pfifo_fast'                  # someone changed it since
-    again = tcp_congestion.available(StubModule(tmp_path, interfaces=['eth0', 'wan0'], respond=net))
-    assert again['interfaces']['eth0'] == {'before': 'pfifo_fast', 'after': 'fq'}
+    net.links['ens4']['ingress'] = True              # an ingress qdisc is no TX queue
+    module = StubModule(tmp_path, interfaces=['ens4'], respond=net)
+    result = tcp_congestion.available(module)
+    assert result['changed'] is True
+    assert result['interfaces'] == {'ens4': {'before': 'mq/fq_codel', 'after': 'mq/fq'}}
+    assert result['diff'] == [qdisc_diff('ens4', 'mq/fq_codel', 'mq/fq')]
+    # the classes of the default mq 0: cannot be addressed: a new mq 1: first, then fq under each queue
+    assert module.commands == [SHOW,
+                               tc('replace dev ens4 root handle 1: mq'),
+                               tc('replace dev ens4 parent 1:2 fq'),
+                               tc('replace dev ens4 parent 1:1 fq')]
+    assert tc('replace dev ens4 root fq') not in module.commands          # never one fq over all queues
+    assert net.state()['ens4'] == 'mq 1: fq 8002: fq 8001:'
+    assert record_of(module) == {'ens4': 'mq/fq_codel'}
+    # a second run finds fq on every queue
+    again = StubModule(tmp_path, interfaces=['ens4'], respond=net)
+    result = tcp_congestion.available(again)
+    assert result['changed'] is False
+    assert result['interfaces'] == {'ens4': {'before': 'mq/fq', 'after': 'mq/fq'}}
+    assert result['diff'] == []
+    assert again.commands == [SHOW]
+    assert record_of(again) == {'ens4': 'mq/fq_codel'}
+
+
+def test_available_completes_a_configured_mq(kernel, net, tmp_path):
+    # someone put mq 1: in place and fq on the first queue only: only the second queue changes
+    fq_kernel(kernel)
+    net.run('replace dev ens4 root handle 1: mq')
+    net.run('replace dev ens4 parent 1:1 fq')
+    module = StubModule(tmp_path, interfaces=['ens4'], respond=net)
+    result = tcp_congestion.available(module)
+    assert result['interfaces'] == {'ens4': {'before': 'mq/fq+fq_codel', 'after': 'mq/fq'}}
+    assert module.commands == [SHOW, tc('replace dev ens4 parent 1:2 fq')]
+    assert net.state()['ens4'] == 'mq 1: fq 8001: fq 8002:'
+    assert record_of(module) == {'ens4': 'mq/fq+fq_codel'}
+    # absent gives the whole NIC back to the kernel
+    tcp_congestion.absent(StubModule(tmp_path, state='absent', respond=net))
+    assert net.state() == STOCK
+
+
+def test_available_after_a_reboot_with_default_qdisc_fq_is_unchanged(kernel, net, proc, tmp_path):
+    fq_kernel(kernel)
+    reboot_with_fq(net, proc)                       # and no record: the kernel attached fq, not this module
+    module = StubModule(tmp_path, interfaces=['ens3', 'ens4'], respond=net)
+    result = tcp_congestion.available(module)
+    assert result['changed'] is False
+    assert result['interfaces'] == {'ens3': {'before': 'fq', 'after': 'fq'},
+                                    'ens4': {'before': 'mq/fq', 'after': 'mq/fq'}}
+    assert result['diff'] == []
+    assert module.commands == [SHOW]
+    assert net.state() == REBOOTED
+    assert record_of(module) is None
+
+
+def test_available_leaves_a_configured_root_alone(kernel, net, tmp_path):
+    fq_kernel(kernel)
+    net.run('replace dev ens3 root handle 1: htb')
+    module = StubModule(tmp_path, interfaces=['ens3', 'ens4'], respond=net)
+    result = tcp_congestion.available(module)
+    assert result['interfaces'] == {'ens3': {'before': 'htb', 'after': 'htb'},
+                                    'ens4': {'before': 'mq/fq_codel', 'after': 'mq/fq'}}
+    assert module.warnings == [
+        'ens3 has the root qdisc htb 1: that someone configured; it is left alone (fq would replace that '
+        'configuration). Remove it, or add fq to it yourself, to pace BBR with fq.']
+    assert [argv for argv in module.commands if 'ens3' in argv] == []
+    assert record_of(module) == {'ens4': 'mq/fq_codel'}
+    # nor does absent touch it
+    undo = StubModule(tmp_path, state='absent', respond=net)
+    assert list(tcp_congestion.absent(undo)['interfaces']) == ['ens4']
+    assert [argv for argv in undo.commands if 'ens3' in argv] == []
+    assert net.state() == dict(STOCK, ens3='htb 1:')
+
+
+def test_available_keeps_the_first_recorded_qdisc(kernel, net, proc, tmp_path):
+    fq_kernel(kernel)
+    net.add('wan0')
+    tcp_congestion.available(StubModule(tmp_path, interfaces=['ens3'], respond=net))
+    # since then someone deleted the fq and default_qdisc became pfifo_fast
+    proc.set('net.core.default_qdisc', 'pfifo_fast')
+    net.run('del dev ens3 root')
+    again = tcp_congestion.available(StubModule(tmp_path, interfaces=['ens3', 'wan0'], respond=net))
+    assert again['interfaces']['ens3'] == {'before': 'pfifo_fast', 'after': 'fq'}
     module = StubModule(tmp_path)
-    assert record_of(module) == {'eth0': 'fq_codel', 'wan0': 'fq_codel'}
+    assert record_of(module) == {'ens3': 'fq_codel', 'wan0': 'fq_codel'}
     # a third run finds fq everywhere: nothing changes, the record stays as it is
-    third = tcp_congestion.available(StubModule(tmp_path, interfaces=['eth0', 'wan0'], respond=net))
+    third = tcp_congestion.available(StubModule(tmp_path, interfaces=['ens3', 'wan0'], respond=net))
     assert third['changed'] is False
-    assert record_of(module) == {'eth0': 'fq_codel', 'wan0': 'fq_codel'}
+    assert record_of(module) == {'ens3': 'fq_codel', 'wan0': 'fq_codel'}
 
 
 def test_available_check_mode_records_nothing(kernel, net, tmp_path):
     fq_kernel(kernel)
-    module = StubModule(tmp_path, interfaces=['eth0'], respond=net, check_mode=True)
+    module = StubModule(tmp_path, interfaces=['ens3', 'ens4'], respond=net, check_mode=True)
     result = tcp_congestion.available(module)
     assert result['changed'] is True
-    assert result['interfaces'] == {'eth0': {'before': 'fq_codel', 'after': 'fq'}}
-    assert net.root['eth0'] == 'fq_codel'
+    assert result['interfaces'] == {'ens3': {'before': 'fq_codel', 'after': 'fq'},
+                                    'ens4': {'before': 'mq/fq_codel', 'after': 'mq/fq'}}
+    assert net.state() == STOCK
     assert not os.path.exists(module.params['state_dir'])
-    assert module.commands == [['/usr/sbin/tc', 'qdisc', 'show', 'dev', 'eth0', 'root']]
+    assert module.commands == [SHOW]
 
 
 def test_available_records_before_it_changes_the_qdisc(kernel, net, tmp_path):
@@ -583,26 +857,36 @@ def test_available_records_before_it_changes_the_qdisc(kernel, net, tmp_path):
     fq_kernel(kernel)
     seen = []
 
-    def tc(argv):
+    def tc_spy(argv):
         if 'replace' in argv:
             seen.append(record_of(module))
         return net(argv)
 
-    module = StubModule(tmp_path, interfaces=['eth0'], respond=tc)
+    module = StubModule(tmp_path, interfaces=['ens3', 'ens4'], respond=tc_spy)
     tcp_congestion.available(module)
-    assert seen == [{'eth0': 'fq_codel'}]
+    assert seen == [{'ens3': 'fq_codel'}] + [{'ens3': 'fq_codel', 'ens4': 'mq/fq_codel'}] * 3
 
 
 def test_available_replace_failure_keeps_the_record(kernel, net, tmp_path):
     fq_kernel(kernel)
     net.errors['replace'] = 'RTNETLINK answers: Operation not permitted\n'
-    module = StubModule(tmp_path, interfaces=['eth0'], respond=net)
+    module = StubModule(tmp_path, interfaces=['ens3'], respond=net)
     with pytest.raises(Failed) as info:
         tcp_congestion.available(module)
-    assert info.value.result['msg'] == ('/usr/sbin/tc qdisc replace dev eth0 root fq failed: RTNETLINK answers: '
+    assert info.value.result['msg'] == ('/usr/sbin/tc qdisc replace dev ens3 root fq failed: RTNETLINK answers: '
                                         'Operation not permitted')
-    assert net.root['eth0'] == 'fq_codel'
-    assert record_of(module) == {'eth0': 'fq_codel'}
+    assert net.state() == STOCK
+    assert record_of(module) == {'ens3': 'fq_codel'}
+
+
+def test_available_failure_under_mq_keeps_the_record(kernel, net, tmp_path):
+    fq_kernel(kernel)
+    net.errors[('replace', 'ens4')] = 'RTNETLINK answers: Operation not permitted\n'
+    module = StubModule(tmp_path, interfaces=['ens4'], respond=net)
+    with pytest.raises(Failed, match='^/usr/sbin/tc qdisc replace dev ens4 root handle 1: mq failed: '):
+        tcp_congestion.available(module)
+    assert changes(module) == [tc('replace dev ens4 root handle 1: mq')]
+    assert record_of(module) == {'ens4': 'mq/fq_codel'}
 
 
 # --------------------------------------------------------------------------- absent()
@@ -619,92 +903,162 @@ def write_record(module, record):
         json.dump(record, handle)
 
 
+def absent(tmp_path, net, **params):
+    """Run absent() (the default_qdisc restored to fq_codel, as the net fixture starts); returns module, result."""
+    module = StubModule(tmp_path, state='absent', respond=net, **params)
+    return module, tcp_congestion.absent(module)
+
+
 def test_absent_after_available_restores_the_kernel_default(kernel, net, tmp_path, fake_release):
     fq_kernel(kernel)
-    net.root['wan0'] = 'fq'                          # fq that was there before
-    tcp_congestion.available(StubModule(tmp_path, interfaces=['eth0', 'wan0', 'lo'], respond=net))
-    assert net.root == {'lo': 'fq', 'eth0': 'fq', 'wan0': 'fq'}
+    net.add('wan0')
+    net.run('replace dev wan0 root fq')              # fq that was there before
+    tcp_congestion.available(StubModule(tmp_path, interfaces=['ens3', 'ens4', 'wan0', 'lo'], respond=net))
+    assert net.state() == {'lo': 'fq 8005:', 'ens3': 'fq 8002:', 'ens4': 'mq 1: fq 8004: fq 8003:',
+                           'wan0': 'fq 8001:'}
     module = StubModule(tmp_path, state='absent', respond=net)
     write_modules_load_file(module)
     result = tcp_congestion.absent(module)
     assert result['changed'] is True
     assert result['kernel'] == fake_release
-    assert net.root == {'lo': 'noqueue', 'eth0': 'fq_codel', 'wan0': 'fq'}
-    assert result['interfaces'] == {'eth0': {'before': 'fq', 'after': 'kernel default (was fq_codel)'},
+    assert net.state() == dict(STOCK, wan0='fq 8001:')
+    assert result['interfaces'] == {'ens3': {'before': 'fq', 'after': 'kernel default (was fq_codel)'},
+                                    'ens4': {'before': 'mq/fq', 'after': 'kernel default (was mq/fq_codel)'},
                                     'lo': {'before': 'fq', 'after': 'kernel default (was noqueue)'}}
-    assert module.commands == [['/usr/sbin/tc', 'qdisc', 'show', 'dev', 'eth0', 'root'],
-                               ['/usr/sbin/tc', 'qdisc', 'del', 'dev', 'eth0', 'root'],
-                               ['/usr/sbin/tc', 'qdisc', 'show', 'dev', 'lo', 'root'],
-                               ['/usr/sbin/tc', 'qdisc', 'del', 'dev', 'lo', 'root']]
+    # handles the module gave (not 0:): a plain del gives the kernel default back
+    assert module.commands == [SHOW, tc('del dev ens3 root'), tc('del dev ens4 root'), tc('del dev lo root')]
     path = module.params['modules_load_file']
     assert result['diff'] == [
-        {'before': 'tcp_bbr\nsch_fq\n', 'after': '', 'before_header': path, 'after_header': path},
-        {'before': 'root qdisc fq\n', 'after': 'root qdisc kernel default (was fq_codel)\n',
-         'before_header': 'eth0', 'after_header': 'eth0'},
-        {'before': 'root qdisc fq\n', 'after': 'root qdisc kernel default (was noqueue)\n',
-         'before_header': 'lo', 'after_header': 'lo'},
+        file_diff(path, 'tcp_bbr\nsch_fq\n', ''),
+        qdisc_diff('ens3', 'fq', 'kernel default (was fq_codel)'),
+        qdisc_diff('ens4', 'mq/fq', 'kernel default (was mq/fq_codel)'),
+        qdisc_diff('lo', 'fq', 'kernel default (was noqueue)'),
     ]
     assert not os.path.exists(path)
     assert not os.path.exists(record_path(module))
     assert not os.path.exists(module.params['state_dir'])          # removed once empty
 
 
-def test_absent_leaves_fq_that_was_there_before(kernel, net, tmp_path):
+def test_absent_after_a_reboot_with_default_qdisc_fq(kernel, net, proc, tmp_path):
+    # the issue: fq attached at boot from default_qdisc=fq has handle 0:, and "tc qdisc del" fails with
+    # "Cannot delete qdisc with handle of zero"; a pfifo in its place can be deleted
     fq_kernel(kernel)
-    net.root.update({'eth0': 'fq', 'wan0': 'fq'})
-    first = tcp_congestion.available(StubModule(tmp_path, interfaces=['eth0', 'wan0'], respond=net))
-    assert first['changed'] is False
-    assert record_of(StubModule(tmp_path)) is None
-    module = StubModule(tmp_path, state='absent', interfaces=['eth0', 'wan0'], respond=net)
-    result = tcp_congestion.absent(module)
+    reboot_with_fq(net, proc)
+    proc.set('net.core.default_qdisc', 'fq_codel')   # restored by the bbr role before absent runs
+    module, result = absent(tmp_path, net)
+    assert result['changed'] is True
+    assert result['interfaces'] == {
+        'ens3': {'before': 'fq', 'after': 'kernel default (default_qdisc fq_codel)'},
+        'ens4': {'before': 'mq/fq', 'after': 'kernel default (default_qdisc fq_codel)'}}
+    assert module.commands == [SHOW,
+                               tc('replace dev ens3 root pfifo'), tc('del dev ens3 root'),
+                               tc('replace dev ens4 root pfifo'), tc('del dev ens4 root')]
+    assert net.state() == STOCK
+    assert net.show() == STOCK_SHOW
+    assert record_of(module) is None
+    # and again: nothing left to do
+    again, result = absent(tmp_path, net)
+    assert result['changed'] is False
+    assert again.commands == [SHOW]
+
+
+def test_absent_after_available_and_a_reboot(kernel, net, proc, tmp_path):
+    # recorded interfaces whose fq the reboot attached (handle 0:) need the pfifo too
+    fq_kernel(kernel)
+    tcp_congestion.available(StubModule(tmp_path, interfaces=['ens3', 'ens4'], respond=net))
+    reboot_with_fq(net, proc)
+    proc.set('net.core.default_qdisc', 'fq_codel')
+    module, result = absent(tmp_path, net)
+    assert result['interfaces'] == {'ens3': {'before': 'fq', 'after': 'kernel default (was fq_codel)'},
+                                    'ens4': {'before': 'mq/fq', 'after': 'kernel default (was mq/fq_codel)'}}
+    assert changes(module) == [tc('replace dev ens3 root pfifo'), tc('del dev ens3 root'),
+                               tc('replace dev ens4 root pfifo'), tc('del dev ens4 root')]
+    assert net.state() == STOCK
+    assert record_of(module) is None
+
+
+def test_absent_leaves_unrecorded_fq_while_default_qdisc_is_fq(kernel, net, proc, tmp_path):
+    # default_qdisc is still fq (the bbr role did not restore it, or someone else wants fq): not ours to remove
+    reboot_with_fq(net, proc)
+    module, result = absent(tmp_path, net)
+    assert result == {'changed': False, 'kernel': FAKE_RELEASE, 'interfaces': {}, 'diff': []}
+    assert module.commands == []
+    assert net.state() == REBOOTED
+
+
+def test_absent_leaves_unrecorded_fq_when_default_qdisc_is_unknown(kernel, net, proc, tmp_path):
+    # without net.core.default_qdisc (some containers) nobody can tell whose the boot-time fq is
+    reboot_with_fq(net, proc)
+    os.unlink(proc.path('net.core.default_qdisc'))
+    module, result = absent(tmp_path, net)
     assert result['changed'] is False
     assert result['interfaces'] == {}
-    assert module.commands == []
-    assert net.root == {'lo': 'noqueue', 'eth0': 'fq', 'wan0': 'fq'}
+    assert changes(module) == []
+    assert net.state() == REBOOTED
+
+
+def test_absent_leaves_fq_that_was_there_before(kernel, net, tmp_path):
+    fq_kernel(kernel)
+    net.add('wan0')
+    net.run('replace dev ens3 root fq')
+    net.run('replace dev wan0 root fq')
+    first = tcp_congestion.available(StubModule(tmp_path, interfaces=['ens3', 'wan0'], respond=net))
+    assert first['changed'] is False
+    assert record_of(StubModule(tmp_path)) is None
+    module, result = absent(tmp_path, net, interfaces=['ens3', 'wan0'])
+    assert result['changed'] is False
+    assert result['interfaces'] == {}
+    assert module.commands == [SHOW]
+    assert net.state() == dict(STOCK, ens3='fq 8001:', wan0='fq 8002:')
 
 
 def test_absent_looks_only_at_the_record_not_at_interfaces(kernel, net, tmp_path):
-    net.root.update({'eth0': 'fq', 'wan0': 'fq'})
+    net.add('wan0')
+    net.run('replace dev ens3 root fq')
+    net.run('replace dev wan0 root fq')
     module = StubModule(tmp_path, state='absent', interfaces=['wan0', 'nosuch0'], respond=net)
-    write_record(module, {'eth0': 'fq_codel'})
+    write_record(module, {'ens3': 'fq_codel'})
     result = tcp_congestion.absent(module)   # nosuch0 does not exist: no failure, it is not looked at
-    assert list(result['interfaces']) == ['eth0']
-    assert net.root == {'lo': 'noqueue', 'eth0': 'fq_codel', 'wan0': 'fq'}
-    assert [argv[4] for argv in module.commands] == ['eth0', 'eth0']
+    assert list(result['interfaces']) == ['ens3']
+    assert net.state() == dict(STOCK, wan0='fq 8002:')
+    assert changes(module) == [tc('del dev ens3 root')]
 
 
 def test_absent_leaves_a_recorded_interface_that_is_no_longer_fq(kernel, net, tmp_path):
-    net.root['eth0'] = 'cake'                        # changed by someone else since
+    net.run('replace dev ens3 root cake')            # changed by someone else since
     module = StubModule(tmp_path, state='absent', respond=net)
-    write_record(module, {'eth0': 'fq_codel'})
+    write_record(module, {'ens3': 'fq_codel'})
     result = tcp_congestion.absent(module)
     assert result['changed'] is True                 # the record is removed
     assert result['interfaces'] == {}
     assert result['diff'] == []
-    assert net.root['eth0'] == 'cake'
-    assert module.commands == [['/usr/sbin/tc', 'qdisc', 'show', 'dev', 'eth0', 'root']]
+    assert net.state()['ens3'] == 'cake 8001:'
+    assert module.commands == [SHOW]
     assert record_of(module) is None
 
 
 def test_absent_leaves_an_interface_recorded_as_fq(kernel, net, tmp_path):
-    net.root['eth0'] = 'fq'
+    net.run('replace dev ens3 root fq')
+    net.run('replace dev ens4 root handle 1: mq')
+    net.run('replace dev ens4 parent 1:1 fq')
+    net.run('replace dev ens4 parent 1:2 fq')
     module = StubModule(tmp_path, state='absent', respond=net)
-    write_record(module, {'eth0': 'fq'})             # never written by the module; fq is not ours to remove
+    write_record(module, {'ens3': 'fq', 'ens4': 'mq/fq'})   # never written by the module; not ours to remove
     result = tcp_congestion.absent(module)
     assert result['interfaces'] == {}
-    assert net.root['eth0'] == 'fq'
-    assert [argv for argv in module.commands if 'del' in argv] == []
+    assert changes(module) == []
+    assert net.state() == dict(STOCK, ens3='fq 8001:', ens4='mq 1: fq 8002: fq 8003:')
     assert record_of(module) is None
 
 
 def test_absent_ignores_a_recorded_interface_that_is_gone(kernel, net, tmp_path):
     fq_kernel(kernel)
-    tcp_congestion.available(StubModule(tmp_path, interfaces=['eth0', 'wan0'], respond=net))
+    net.add('wan0')
+    tcp_congestion.available(StubModule(tmp_path, interfaces=['ens3', 'wan0'], respond=net))
     net.remove('wan0')                               # e.g. a VPN interface torn down since
-    module = StubModule(tmp_path, state='absent', respond=net)
-    result = tcp_congestion.absent(module)
-    assert result['interfaces'] == {'eth0': {'before': 'fq', 'after': 'kernel default (was fq_codel)'}}
-    assert [argv[4] for argv in module.commands] == ['eth0', 'eth0']
+    module, result = absent(tmp_path, net)
+    assert result['interfaces'] == {'ens3': {'before': 'fq', 'after': 'kernel default (was fq_codel)'}}
+    assert module.commands == [SHOW, tc('del dev ens3 root')]
     assert record_of(module) is None
 
 
@@ -720,37 +1074,38 @@ def test_absent_with_only_vanished_interfaces_needs_no_tc(kernel, net, tmp_path)
 
 def test_absent_check_mode_changes_nothing_and_keeps_the_record(kernel, net, tmp_path):
     fq_kernel(kernel)
-    tcp_congestion.available(StubModule(tmp_path, interfaces=['eth0'], respond=net))
+    tcp_congestion.available(StubModule(tmp_path, interfaces=['ens3', 'ens4'], respond=net))
+    after_available = net.state()
     module = StubModule(tmp_path, state='absent', check_mode=True, respond=net)
     write_modules_load_file(module)
     result = tcp_congestion.absent(module)
     assert result['changed'] is True
-    assert result['interfaces'] == {'eth0': {'before': 'fq', 'after': 'kernel default (was fq_codel)'}}
-    assert len(result['diff']) == 2
-    assert module.commands == [['/usr/sbin/tc', 'qdisc', 'show', 'dev', 'eth0', 'root']]
-    assert net.root['eth0'] == 'fq'
+    assert result['interfaces'] == {'ens3': {'before': 'fq', 'after': 'kernel default (was fq_codel)'},
+                                    'ens4': {'before': 'mq/fq', 'after': 'kernel default (was mq/fq_codel)'}}
+    assert len(result['diff']) == 3
+    assert module.commands == [SHOW]
+    assert net.state() == after_available
     assert os.path.exists(module.params['modules_load_file'])
-    assert record_of(module) == {'eth0': 'fq_codel'}
+    assert record_of(module) == {'ens3': 'fq_codel', 'ens4': 'mq/fq_codel'}
     # the real run afterwards still has everything it needs
-    real = StubModule(tmp_path, state='absent', respond=net)
-    assert tcp_congestion.absent(real)['interfaces'] == result['interfaces']
-    assert net.root['eth0'] == 'fq_codel'
+    _module, real = absent(tmp_path, net)
+    assert real['interfaces'] == result['interfaces']
+    assert net.state() == STOCK
 
 
 def test_absent_twice_is_unchanged(kernel, net, tmp_path):
     fq_kernel(kernel)
-    tcp_congestion.available(StubModule(tmp_path, interfaces=['eth0'], respond=net))
-    assert tcp_congestion.absent(StubModule(tmp_path, state='absent', respond=net))['changed'] is True
-    module = StubModule(tmp_path, state='absent', respond=net, bins=())
-    result = tcp_congestion.absent(module)
+    tcp_congestion.available(StubModule(tmp_path, interfaces=['ens3', 'ens4'], respond=net))
+    assert absent(tmp_path, net)[1]['changed'] is True
+    module, result = absent(tmp_path, net)
     assert result == {'changed': False, 'kernel': FAKE_RELEASE, 'interfaces': {}, 'diff': []}
-    assert module.commands == []
-    assert net.root['eth0'] == 'fq_codel'
+    assert module.commands == [SHOW]
+    assert net.state() == STOCK
 
 
 def test_absent_keeps_a_state_dir_shared_with_other_records(kernel, net, tmp_path):
     fq_kernel(kernel)
-    tcp_congestion.available(StubModule(tmp_path, interfaces=['eth0'], respond=net))
+    tcp_congestion.available(StubModule(tmp_path, interfaces=['ens3'], respond=net))
     module = StubModule(tmp_path, state='absent', respond=net)
     other = os.path.join(module.params['state_dir'], '90-bdp-wan-tune.conf.json')   # sysctl_dropin's record
     with open(other, 'w') as handle:
@@ -759,81 +1114,131 @@ def test_absent_keeps_a_state_dir_shared_with_other_records(kernel, net, tmp_pat
     assert os.listdir(module.params['state_dir']) == ['90-bdp-wan-tune.conf.json']
 
 
+def rollback_failed(*errors):
+    return ('The rollback of the qdiscs and module loading is incomplete: %s. Everything else was restored; fix '
+            'the cause and run the rollback again.' % '; '.join(errors))
+
+
 def test_absent_tc_failure_keeps_the_record(kernel, net, tmp_path):
-    net.root['eth0'] = 'fq'
+    net.run('replace dev ens3 root fq')
     net.errors['del'] = 'RTNETLINK answers: Operation not permitted\n'
     module = StubModule(tmp_path, state='absent', respond=net)
-    write_record(module, {'eth0': 'fq_codel'})
+    write_record(module, {'ens3': 'fq_codel'})
     with pytest.raises(Failed) as info:
         tcp_congestion.absent(module)
-    assert info.value.result['msg'] == ('/usr/sbin/tc qdisc del dev eth0 root failed: RTNETLINK answers: Operation '
-                                        'not permitted')
-    assert info.value.result['interfaces'] == {'eth0': {'before': 'fq', 'after': 'kernel default (was fq_codel)'}}
-    assert record_of(module) == {'eth0': 'fq_codel'}                 # so that a retry still knows
+    assert info.value.result['msg'] == rollback_failed(
+        '/usr/sbin/tc qdisc del dev ens3 root failed: RTNETLINK answers: Operation not permitted')
+    assert info.value.result['interfaces'] == {'ens3': {'before': 'fq', 'after': 'kernel default (was fq_codel)'}}
+    assert record_of(module) == {'ens3': 'fq_codel'}                 # so that a retry still knows
     del net.errors['del']
-    assert tcp_congestion.absent(StubModule(tmp_path, state='absent', respond=net))['changed'] is True
-    assert net.root['eth0'] == 'fq_codel'
+    assert absent(tmp_path, net)[1]['changed'] is True
+    assert net.state() == STOCK
+
+
+def test_absent_goes_on_after_a_failing_interface(kernel, net, tmp_path):
+    fq_kernel(kernel)
+    net.add('wan0')
+    tcp_congestion.available(StubModule(tmp_path, interfaces=['ens3', 'ens4', 'wan0'], respond=net))
+    after_available = net.state()
+    net.errors[('del', 'ens4')] = 'RTNETLINK answers: Device or resource busy\n'
+    module = StubModule(tmp_path, state='absent', respond=net)
+    write_modules_load_file(module)
+    with pytest.raises(Failed) as info:
+        tcp_congestion.absent(module)
+    assert info.value.result['msg'] == rollback_failed(
+        '/usr/sbin/tc qdisc del dev ens4 root failed: RTNETLINK answers: Device or resource busy')
+    assert changes(module) == [tc('del dev ens3 root'), tc('del dev ens4 root'), tc('del dev wan0 root')]
+    assert net.state() == dict(STOCK, ens4=after_available['ens4'], wan0='fq_codel 0:')
+    assert record_of(module) == {'ens4': 'mq/fq_codel'}              # only the one that failed
+    assert not os.path.exists(module.params['modules_load_file'])   # removed all the same
+    # the retry finishes the job
+    del net.errors[('del', 'ens4')]
+    retry, result = absent(tmp_path, net)
+    assert list(result['interfaces']) == ['ens4']
+    assert net.state() == dict(STOCK, wan0='fq_codel 0:')
+    assert record_of(retry) is None
+
+
+def test_absent_reports_every_failure(kernel, net, proc, tmp_path):
+    fq_kernel(kernel)
+    reboot_with_fq(net, proc)
+    proc.set('net.core.default_qdisc', 'fq_codel')
+    net.errors['replace'] = 'RTNETLINK answers: Operation not permitted\n'
+    module = StubModule(tmp_path, state='absent', respond=net)
+    with pytest.raises(Failed) as info:
+        tcp_congestion.absent(module)
+    assert info.value.result['msg'] == rollback_failed(
+        '/usr/sbin/tc qdisc replace dev ens3 root pfifo failed: RTNETLINK answers: Operation not permitted',
+        '/usr/sbin/tc qdisc replace dev ens4 root pfifo failed: RTNETLINK answers: Operation not permitted')
+    assert net.state() == REBOOTED
+    assert record_of(module) is None                 # nothing recorded: the retry finds them as before
+    del net.errors['replace']
+    assert list(absent(tmp_path, net)[1]['interfaces']) == ['ens3', 'ens4']
+    assert net.state() == STOCK
 
 
 def test_absent_without_tc_fails_when_there_is_fq_to_remove(kernel, net, tmp_path):
     module = StubModule(tmp_path, state='absent', bins=(), respond=net)
-    write_record(module, {'eth0': 'fq_codel'})
-    with pytest.raises(Failed, match='^tc is missing; install iproute2 to change the qdisc of eth0.$'):
+    write_record(module, {'ens3': 'fq_codel'})
+    with pytest.raises(Failed, match='^tc is missing; install iproute2 to change the qdisc of ens3.$'):
         tcp_congestion.absent(module)
-    assert record_of(module) == {'eth0': 'fq_codel'}
+    assert record_of(module) == {'ens3': 'fq_codel'}
 
 
 def test_absent_with_qdisc_none_and_no_record_only_removes_the_file(kernel, net, tmp_path):
-    module = StubModule(tmp_path, state='absent', qdisc='none', interfaces=['eth0'], bins=(), respond=net)
-    net.root['eth0'] = 'fq'
+    net.run('replace dev ens3 root fq')
+    module = StubModule(tmp_path, state='absent', qdisc='none', interfaces=['ens3'], bins=(), respond=net)
     write_modules_load_file(module, 'tcp_bbr\n')
     result = tcp_congestion.absent(module)
     assert result['changed'] is True
     assert result['interfaces'] == {}
     assert module.commands == []
     assert not os.path.exists(module.params['modules_load_file'])
-    assert net.root['eth0'] == 'fq'
+    assert net.state()['ens3'] == 'fq 8001:'
 
 
 def test_absent_with_qdisc_none_still_undoes_the_record(kernel, net, tmp_path):
     # the record, not the qdisc option, says what absent undoes (the option may have changed since)
-    net.root['eth0'] = 'fq'
+    net.run('replace dev ens3 root fq')
     module = StubModule(tmp_path, state='absent', qdisc='none', respond=net)
-    write_record(module, {'eth0': 'fq_codel'})
+    write_record(module, {'ens3': 'fq_codel'})
     result = tcp_congestion.absent(module)
-    assert result['interfaces'] == {'eth0': {'before': 'fq', 'after': 'kernel default (was fq_codel)'}}
-    assert net.root['eth0'] == 'fq_codel'
+    assert result['interfaces'] == {'ens3': {'before': 'fq', 'after': 'kernel default (was fq_codel)'}}
+    assert net.state() == STOCK
 
 
 def test_available_then_absent_on_an_interface_without_a_root_qdisc(kernel, net, tmp_path):
     # tc prints nothing for the root qdisc: recorded as 'none'
     fq_kernel(kernel)
-    net.defaults['eth0'] = net.root['eth0'] = 'none'
-    first = tcp_congestion.available(StubModule(tmp_path, interfaces=['eth0'], respond=net))
-    assert first['interfaces'] == {'eth0': {'before': 'none', 'after': 'fq'}}
-    assert record_of(StubModule(tmp_path)) == {'eth0': 'none'}
-    result = tcp_congestion.absent(StubModule(tmp_path, state='absent', respond=net))
-    assert result['interfaces'] == {'eth0': {'before': 'fq', 'after': 'kernel default (was none)'}}
-    assert net.root['eth0'] == 'none'
+    net.add('tun0', default='none')
+    first = tcp_congestion.available(StubModule(tmp_path, interfaces=['tun0'], respond=net))
+    assert first['interfaces'] == {'tun0': {'before': 'none', 'after': 'fq'}}
+    assert record_of(StubModule(tmp_path)) == {'tun0': 'none'}
+    module, result = absent(tmp_path, net)
+    assert result['interfaces'] == {'tun0': {'before': 'fq', 'after': 'kernel default (was none)'}}
+    assert changes(module) == [tc('del dev tun0 root')]
+    assert net.state()['tun0'] == 'none'
 
 
 def test_absent_with_a_garbage_record_changes_no_qdisc(kernel, net, tmp_path):
-    net.root['eth0'] = 'fq'
+    net.run('replace dev ens3 root fq')
     module = StubModule(tmp_path, state='absent', respond=net)
     os.makedirs(module.params['state_dir'])
     with open(record_path(module), 'w') as handle:
-        handle.write('{"eth0": "fq_co')              # truncated
+        handle.write('{"ens3": "fq_co')              # truncated
     result = tcp_congestion.absent(module)
     assert result['interfaces'] == {}
-    assert module.commands == []
-    assert net.root['eth0'] == 'fq'
+    assert changes(module) == []
+    assert net.state()['ens3'] == 'fq 8001:'
 
 
-def test_state_dir_option(run_module, tmp_path, monkeypatch):
+def test_state_dir_option(run_module, proc, tmp_path):
     """main() takes state_dir (default files.STATE_DIR, as documented) and absent() uses it."""
     doc = yaml.safe_load(tcp_congestion.DOCUMENTATION)['options']['state_dir']
     assert doc['default'] == files.STATE_DIR
     assert doc['type'] == 'path'
+    # default_qdisc fq: absent does not look at the host's qdiscs at all
+    proc.set('net.core.default_qdisc', 'fq')
     state_dir = tmp_path / 'elsewhere'
     state_dir.mkdir()
     # an interface that does not exist on any host, so that nothing of the real host is touched
