@@ -178,7 +178,8 @@ def test_change_prove_confirm_then_nothing_to_do(run_module, host):
     commit = result['commit']
     assert commit['method'] == 'process' and commit['state'] == 'pending' and commit['timeout'] == 60
     script = os.path.join(host.run_dir, 'jumbo_mtu-%s.sh' % commit['token'])
-    assert 'ip link set dev wan0 mtu 1500' in open(script).read()
+    # the timer restores wan0 to 1500: the step is passed to the script's loop as data
+    assert '\nset -- wan0 1500 wan0\n' in open(script).read()
     assert 'path proven to 198.18.0.2' in result['summary']
     assert state_of(host)['pending']['token'] == commit['token']
     assert state_of(host)['original'] == {'wan0': 1500}
