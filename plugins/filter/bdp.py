@@ -39,13 +39,17 @@ def bdp(rate, rtt):
 
 
 def tcp_buffer_plan(rate, rtt, headroom=_bdp.DEFAULT_HEADROOM, flows=None, mem_total_mb=None,
-                    memory_share=0.25, names=None):
-    """Everything the tcp_buffers role needs for one host, with warnings shown once."""
+                    memory_share=0.25, names=None, tcp_mem=None, page_size=_bdp.PAGE_SIZE):
+    """Everything the tcp_buffers role needs for one host, with warnings shown once.
+
+    The memory guard (``flows`` with ``mem_total_mb`` and/or ``tcp_mem``) is bdp.memory_plan, the same check the
+    sysctl_dropin module's memory_guard runs on the host itself.
+    """
     try:
         mem = int(mem_total_mb) * 2 ** 20 if mem_total_mb else None
     except (TypeError, ValueError):
         raise AnsibleFilterError('mem_total_mb: %r is not a whole number of MiB.' % (mem_total_mb,))
-    plan = _guard(_bdp.buffer_plan, rate, rtt, headroom, flows, mem, memory_share, names)
+    plan = _guard(_bdp.buffer_plan, rate, rtt, headroom, flows, mem, memory_share, names, tcp_mem or None, page_size)
     for warning in plan['warnings']:
         display.warning(warning)
     return plan

@@ -191,16 +191,33 @@ def netdev_backlog(rate_bps):
     return max(BACKLOG_MIN, min(BACKLOG_MAX, -(-int(rate_bps) // BACKLOG_WINDOW_BITS)))
 
 
+# net.ipv4.tcp_mem counts pages.  The kernel's boot-time default (tcp_init_mem) is pressure = free buffer pages / 16
+# (about 1/16 of RAM), min = 3/4 x pressure and max = 2 x min = 3/2 x pressure (about 3/32 of RAM).
+PAGE_SIZE = 4096
+TCP_MEM_KEY = 'net.ipv4.tcp_mem'
+TCP_MEM_MAX_RATIO = (3, 2)          # max = ceil(pressure x 3 / 2), the kernel's own ratio
+MIB = 2 ** 20
+FLOWS_HELP = ("a whole number of concurrent flows, 1 or more: 4, or the same digits as a string ('4', as "
+              "-e tcp_buffers_flows=4 passes it)")
+MEMORY_SHARE_HELP = 'a share of RAM above 0 and at most 1, e.g. 0.25'
+TCP_MEM_HELP = 'three whole numbers of pages, min pressure max, as in /proc/sys/net/ipv4/tcp_mem'
+_DIGITS = re.compile(r'^\s*\+?([0-9]{1,18})\s*$')
+
+
 def buffer_plan(rate, rtt, headroom=DEFAULT_HEADROOM, flows=None, mem_total_bytes=None, memory_share=0.25,
-                names=None):
+                names=None, tcp_mem_pages=None, page_size=PAGE_SIZE):
     """Size socket buffers for one path.
 
     Returns a dict with the inputs in canonical units, the BDP, the buffer size
     (``headroom`` x BDP, clamped at INT_MAX), the netdev backlog and a list of
     warnings (clamping, memory guard).  ``names`` maps 'rate', 'rtt', 'headroom',
-    'flows' to the variable names used in error messages.
+    'flows', 'memory_share' to the variable names used in error messages.
+
+    The memory guard runs when ``flows`` is given together with ``mem_total_bytes`` or ``tcp_mem_pages``
+    (see memory_plan); ``flows`` alone is only checked.
     """
-    names = dict({'rate': 'rate', 'rtt': 'rtt', 'headroom': 'headroom', 'flows': 'flows'}, **(names or {}))
+    names = dict({'rate': 'rate', 'rtt': 'rtt', 'headroom': 'headroom', 'flows': 'flows',
+                  'memory_share': 'memory_share'}, **(names or {}))
     bps = parse_rate(rate, names['rate'])
     ms = parse_rtt(rtt, names['rtt'])
     factor = parse_headroom(headroom, names['headroom'])
@@ -209,22 +226,12 @@ def buffer_plan(rate, rtt, headroom=DEFAULT_HEADROOM, flows=None, mem_total_byte
     warnings = []
     size = min(wanted, INT_MAX)
     if wanted > INT_MAX:
-        # the highest rate at which INT_MAX still holds the given multiple of the BDP
-        reach = dict((f, _strip((Decimal(INT_MAX) / f * 8000 / ms / 10 ** 6).quantize(Decimal(1))))
-                     for f in (factor, MIN_HEADROOM))
-        warnings.append('%s x BDP is %d bytes, above the kernel limit %d; buffers are clamped to %d, which still '
-                        'gives %s x BDP up to %s Mbit/s and the 2 x BDP floor up to %s Mbit/s at %s ms.'
-                        % (_strip(factor), wanted, INT_MAX, INT_MAX, _strip(factor), reach[factor],
-                           reach[MIN_HEADROOM], _strip(ms)))
+        warnings.append(_clamp_warning(factor, bdp, wanted, ms))
     if flows is not None:
-        if isinstance(flows, bool) or not isinstance(flows, int) or flows < 1:
-            raise UnitError('%s: %s is not usable; expected a whole number of concurrent flows, 1 or more.'
-                            % (names['flows'], _fmt(flows)))
-        if mem_total_bytes and flows * size > Decimal(str(memory_share)) * int(mem_total_bytes):
-            warnings.append('%d flows x %d-byte buffers need %d MiB, more than %s%% of this host\'s %d MiB RAM; '
-                            'lower the flow count or headroom, or check net.ipv4.tcp_mem (pages) allows it.'
-                            % (flows, size, flows * size // 2 ** 20, _strip(Decimal(str(memory_share)) * 100),
-                               int(mem_total_bytes) // 2 ** 20))
+        flows = flow_count(flows, names['flows'])
+        if mem_total_bytes or tcp_mem_pages is not None:
+            warnings.extend(memory_plan(flows, size, mem_total_bytes or None, page_size, tcp_mem_pages, memory_share,
+                                        names=names)['warnings'])
     formula = '%s x BDP = %d bytes (%s); BDP = %s x %s ms / 8 = %d bytes (%s)' % (
         _strip(factor), size, human_bytes(size), human_rate(bps), _strip(ms), bdp, human_bytes(bdp))
     return {
@@ -238,6 +245,195 @@ def buffer_plan(rate, rtt, headroom=DEFAULT_HEADROOM, flows=None, mem_total_byte
         'netdev_max_backlog': netdev_backlog(bps),
         'warnings': warnings,
     }
+
+
+def streams_needed(total_bytes):
+    """Parallel TCP streams whose buffers, at most INT_MAX bytes each, add up to ``total_bytes``."""
+    return max(1, -(-int(total_bytes) // INT_MAX))
+
+
+def _clamp_warning(factor, bdp, wanted, ms):
+    # the highest rate at which INT_MAX still holds the given multiple of the BDP
+    reach = dict((f, _strip((Decimal(INT_MAX) / f * 8000 / ms / 10 ** 6).quantize(Decimal(1))))
+                 for f in (factor, MIN_HEADROOM))
+    head = ('%s x BDP is %d bytes, above the kernel limit %d; buffers are clamped to %d'
+            % (_strip(factor), wanted, INT_MAX, INT_MAX))
+    floor = int(MIN_HEADROOM) * bdp
+    if floor <= INT_MAX:
+        return ('%s, which still gives %s x BDP up to %s Mbit/s and the 2 x BDP floor up to %s Mbit/s at %s ms.'
+                % (head, _strip(factor), reach[factor], reach[MIN_HEADROOM], _strip(ms)))
+    # below the floor: one stream cannot fill the path, whatever the buffer
+    streams = 'at least %d for the 2 x BDP floor (2 x BDP / %d, rounded up)' % (streams_needed(floor), INT_MAX)
+    held = '2 x BDP only up to %s Mbit/s' % reach[MIN_HEADROOM]
+    if factor != MIN_HEADROOM:
+        streams += ' and %d for %s x BDP (%s x BDP / %d, rounded up)' % (
+            streams_needed(wanted), _strip(factor), _strip(factor), INT_MAX)
+        held += ', %s x BDP up to %s Mbit/s' % (_strip(factor), reach[factor])
+    return ('%s, below the 2 x BDP floor of %d bytes, so one TCP stream cannot fill this path at %s ms (a clamped '
+            'buffer holds %s). Split the transfer over parallel streams: %s.'
+            % (head, floor, _strip(ms), held, streams))
+
+
+def flow_count(value, name='flows'):
+    """Concurrent flows (int, 1 or more) from an int or a string of digits ('4', as ``-e tcp_buffers_flows=4`` passes
+    it).  Whole floats (4.0) are taken as well; fractions, units, booleans and anything else are refused."""
+    number = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = int(value)
+    elif isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        number = int(value)
+    elif isinstance(value, str):
+        match = _DIGITS.match(str.__str__(value))
+        number = int(match.group(1)) if match else None
+    if number is None or number < 1:
+        raise UnitError('%s: %s is not usable; expected %s.' % (name, _fmt(value), FLOWS_HELP))
+    return number
+
+
+def _whole(value, name, accepted, minimum=1):
+    """A whole number (int or a string of digits) of at least ``minimum``, or UnitError."""
+    number = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = int(value)
+    elif isinstance(value, str):
+        match = _DIGITS.match(str.__str__(value))
+        number = int(match.group(1)) if match else None
+    if number is None or number < minimum:
+        raise UnitError('%s: %s is not usable; expected %s.' % (name, _fmt(value), accepted))
+    return number
+
+
+def _share(value, name):
+    try:
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise InvalidOperation
+        share = Decimal(str(value).strip())
+    except (InvalidOperation, ValueError, ArithmeticError):
+        raise UnitError('%s: %s is not usable; expected %s.' % (name, _fmt(value), MEMORY_SHARE_HELP))
+    if not share.is_finite() or not 0 < share <= 1:
+        raise UnitError('%s: %s is outside 0 to 1; expected %s.' % (name, _fmt(value), MEMORY_SHARE_HELP))
+    return share
+
+
+def tcp_mem_fields(value, name=TCP_MEM_KEY):
+    """[min, pressure, max] (ints, pages) from '287901 383869 575802' or a list of three; None stays None."""
+    if value is None:
+        return None
+    fields = value.split() if isinstance(value, str) else value
+    if not isinstance(fields, (list, tuple)) or len(fields) != 3:
+        raise UnitError('%s: %s is not usable; expected %s.' % (name, _fmt(value), TCP_MEM_HELP))
+    return [_whole(field, name, TCP_MEM_HELP, minimum=0) for field in fields]
+
+
+def _mib(count):
+    return '%d MiB' % (count // MIB)
+
+
+def _percent(share):
+    return '%s%%' % _strip(share * 100)
+
+
+def memory_plan(flows, buffer_bytes, mem_total_bytes=None, page_size=PAGE_SIZE, tcp_mem_pages=None,
+                memory_share=0.25, fit_tcp_mem=False, names=None):
+    """The memory guard: ``flows`` full buffers of ``buffer_bytes`` against the host's TCP memory limit and RAM.
+
+    ``tcp_mem_pages``: the host's net.ipv4.tcp_mem (min, pressure, max in pages of ``page_size`` bytes), as text or a
+    list; ``mem_total_bytes``: MemTotal.  Either may be None (unknown): its check is left out.
+
+    Warnings: flows x buffer above the tcp_mem pressure mark (past it the kernel shrinks every TCP socket's buffers),
+    and above ``memory_share`` of RAM.  The dict also holds ``proposed_tcp_mem``, the opt-in rule that makes the flows
+    fit: pressure = max(pressure, ceil(flows x buffer / page size)), max = max(max, ceil(pressure x 3 / 2)), min
+    unchanged, never lowering a field, and max never above ``memory_share`` of RAM (then capped there, or at the
+    host's own higher max, and ``tcp_mem_capped``; pressure is never above max).  It needs both tcp_mem and
+    MemTotal, and equals tcp_mem when the flows already fit.  With ``fit_tcp_mem`` the caller applies it: the
+    pressure warning is left out, and a capped rule warns instead.
+    """
+    names = dict({'flows': 'flows', 'memory_share': 'memory_share'}, **(names or {}))
+    flows = flow_count(flows, names['flows'])
+    size = _whole(buffer_bytes, 'buffer_bytes', 'a buffer size in bytes, 1 or more')
+    page = _whole(page_size, 'page_size', 'the page size in bytes, e.g. 4096')
+    mem = None if mem_total_bytes is None else _whole(mem_total_bytes, 'mem_total_bytes', 'the RAM size in bytes')
+    tcp_mem = tcp_mem_fields(tcp_mem_pages)
+    share = _share(memory_share, names['memory_share'])
+    needed = flows * size
+    needed_pages = -(-needed // page)
+    need = '%d flows x %d-byte buffers' % (flows, size)
+    plan = {
+        'flows': flows, 'buffer_bytes': size, 'needed_bytes': needed, 'page_size': page, 'needed_pages': needed_pages,
+        'mem_total_bytes': mem, 'memory_share': float(share),
+        'share_bytes': int(share * mem) if mem else None,
+        'tcp_mem': tcp_mem,
+        'tcp_mem_pressure_bytes': tcp_mem[1] * page if tcp_mem else None,
+        'tcp_mem_max_bytes': tcp_mem[2] * page if tcp_mem else None,
+        'fits_tcp_mem': needed_pages <= tcp_mem[1] if tcp_mem else None,
+        'fits_memory_share': needed <= share * mem if mem else None,
+        'proposed_tcp_mem': None,
+        'tcp_mem_capped': False,
+    }
+    plan['fits'] = plan['fits_tcp_mem'] is not False and plan['fits_memory_share'] is not False
+    summary = ['%s = %s (%d pages of %d bytes)' % (need, _mib(needed), needed_pages, page)]
+    warnings = []
+    if tcp_mem:
+        pressure, high = tcp_mem[1], tcp_mem[2]
+        summary.append('%s %s pages (pressure %s, max %s)'
+                       % (TCP_MEM_KEY, ' '.join(str(field) for field in tcp_mem), _mib(pressure * page),
+                          _mib(high * page)))
+        if mem:
+            plan['proposed_tcp_mem'], plan['tcp_mem_capped'] = _fit_tcp_mem(tcp_mem, needed_pages, share, mem, page)
+        proposed = plan['proposed_tcp_mem']
+        if needed_pages > pressure and not (fit_tcp_mem and proposed):
+            fix = 'lower the flow count or the headroom'
+            if proposed:
+                fix += (', or opt in to raising %s to fit (tcp_buffers_fit_tcp_mem: true; module option '
+                        'memory_guard.fit_tcp_mem), which would set it to %s'
+                        % (TCP_MEM_KEY, ' '.join(str(field) for field in proposed)))
+                if plan['tcp_mem_capped']:
+                    fix += ' (max capped at %s of RAM)' % _percent(share)
+            warnings.append(
+                '%s need %s (%d pages of %d bytes), above the %s pressure mark of %d pages (%s; max %d pages, %s). '
+                'Past pressure the kernel shrinks the buffers of all TCP sockets and stops autotuning, so these flows '
+                'cannot all grow to full size: %s.'
+                % (need, _mib(needed), needed_pages, page, TCP_MEM_KEY, pressure, _mib(pressure * page), high,
+                   _mib(high * page), fix))
+        if fit_tcp_mem and plan['tcp_mem_capped']:
+            new_pressure, new_high = proposed[1], proposed[2]
+            ratio_high = -(-max(pressure, needed_pages) * TCP_MEM_MAX_RATIO[0] // TCP_MEM_MAX_RATIO[1])
+            short = ''
+            if new_pressure < needed_pages:
+                short = ', and pressure at %d pages (%s), below the %d pages the flows need' % (
+                    new_pressure, _mib(new_pressure * page), needed_pages)
+            warnings.append(
+                '%s do not fit with the kernel\'s margin within %s of this host\'s %s RAM: raising the %s pressure '
+                'mark to %d pages (%s) for them needs max %d pages (%s; 3/2 x pressure, the kernel\'s own ratio), so '
+                'max is capped at %d pages (%s)%s; %s is set to %s. Lower the flow count or the headroom, or raise '
+                'tcp_buffers_memory_share if the host can spare the memory.'
+                % (need, _percent(share), _mib(mem), TCP_MEM_KEY, max(pressure, needed_pages),
+                   _mib(max(pressure, needed_pages) * page), ratio_high, _mib(ratio_high * page), new_high,
+                   _mib(new_high * page), short, TCP_MEM_KEY, ' '.join(str(field) for field in proposed)))
+    if mem:
+        summary.append('%s of RAM = %s' % (_percent(share), _mib(int(share * mem))))
+        if needed > share * mem:
+            warnings.append('%d flows x %d-byte buffers need %d MiB, more than %s of this host\'s %d MiB RAM; '
+                            'lower the flow count or headroom, or check net.ipv4.tcp_mem (pages) allows it.'
+                            % (flows, size, needed // MIB, _percent(share), mem // MIB))
+    plan['summary'] = '; '.join(summary)
+    plan['warnings'] = warnings
+    return plan
+
+
+def _fit_tcp_mem(tcp_mem, needed_pages, share, mem, page):
+    """(proposed [min, pressure, max], capped): see memory_plan."""
+    low, pressure, high = tcp_mem
+    if needed_pages <= pressure:
+        return list(tcp_mem), False
+    cap = int(share * mem) // page
+    new_pressure = needed_pages
+    ratio_high = -(-new_pressure * TCP_MEM_MAX_RATIO[0] // TCP_MEM_MAX_RATIO[1])
+    if ratio_high <= max(high, cap):
+        return [low, new_pressure, max(high, ratio_high)], False
+    # the share of RAM (or the host's own higher max) is the ceiling; pressure cannot be above max
+    new_high = max(high, cap)
+    return [low, max(pressure, min(new_pressure, new_high)), new_high], True
 
 
 def human_bytes(count):

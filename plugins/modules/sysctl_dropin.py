@@ -91,6 +91,40 @@ options:
     description: Where the values from before the first change are recorded, one JSON file per drop-in file.
     type: path
     default: /var/lib/bdp_wan_tune
+  memory_guard:
+    description:
+      - With O(state=present), check O(memory_guard.flows) full buffers of O(memory_guard.buffer_bytes) against this
+        host's own memory limits, read on the host itself with no fact gathering (C(MemTotal) from C(/proc/meminfo),
+        the page size and C(net.ipv4.tcp_mem)), and warn when they exceed the C(tcp_mem) pressure mark or
+        O(memory_guard.memory_share) of RAM. The run goes on; RV(memory) has the numbers.
+      - With O(memory_guard.fit_tcp_mem=true), C(net.ipv4.tcp_mem) is raised so the flows fit, through this same file
+        as a floor key (never lowered below the host's value, recorded and restored by O(state=absent)). It is a
+        host-wide key; in a container it is read-only and skipped with a warning like every other host key.
+      - The arithmetic is C(memory_plan) in C(plugins/module_utils/bdp.py); see docs/bdp.md, Memory guard.
+    type: dict
+    suboptions:
+      flows:
+        description: Concurrent bulk flows expected on the host, each with a full buffer.
+        type: int
+        required: true
+      buffer_bytes:
+        description: The buffer size of one flow in bytes (the C(tcp_rmem)/C(tcp_wmem) maximum this file sets).
+        type: int
+        required: true
+      memory_share:
+        description:
+          - Share of RAM (above 0, at most 1) the flows may take before the guard warns. Also the ceiling for the
+            C(tcp_mem) max that O(memory_guard.fit_tcp_mem) may set.
+        type: float
+        default: 0.25
+      fit_tcp_mem:
+        description:
+          - Raise C(net.ipv4.tcp_mem) so the flows fit below its pressure mark. pressure = max(pressure, ceil(flows x
+            buffer / page size)); max = max(max, ceil(pressure x 3 / 2)), the kernel's own ratio, but never above
+            O(memory_guard.memory_share) of RAM (capped there, with a warning that the flows do not fit); min
+            unchanged. Nothing is set while the flows already fit, unless this file raised it before.
+        type: bool
+        default: false
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:
@@ -103,6 +137,8 @@ attributes:
     platforms: linux
 notes:
   - Runs once per host whatever the number of keys; it opens one file in /proc/sys per key and starts no process.
+  - O(memory_guard) reads C(/proc/meminfo) and C(net.ipv4.tcp_mem) in the same run, so the guard costs no extra
+    module execution.
 seealso:
   - module: ansible.posix.sysctl
   - name: sysctl.d(5)
@@ -179,15 +215,75 @@ restored:
   returned: when state is absent
   type: dict
   sample: {"net.ipv4.tcp_rmem": "4096 131072 6291456"}
+memory:
+  description:
+    - The memory guard, with O(memory_guard) and O(state=present). Sizes in bytes and pages (of RV(memory.page_size)
+      bytes). C(tcp_mem) is the live value before this run; C(fits_tcp_mem) is whether C(needed_pages) is at most its
+      pressure mark, C(fits_memory_share) whether C(needed_bytes) is at most C(share_bytes), and C(fits) both (a
+      check whose input could not be read counts as passed; it is then V(null)).
+    - C(proposed_tcp_mem) is what O(memory_guard.fit_tcp_mem) sets (computed also without it), C(tcp_mem_capped)
+      whether its max was capped at C(share_bytes). C(fit_tcp_mem) repeats the option, C(warnings) the warnings shown.
+  returned: when memory_guard is given and state is present
+  type: dict
+  contains:
+    mem_total_bytes: {description: "MemTotal from /proc/meminfo, in bytes.", type: int}
+    page_size: {description: "The page size in bytes (os.sysconf SC_PAGE_SIZE).", type: int}
+    tcp_mem: {description: "net.ipv4.tcp_mem before this run: min, pressure, max (pages).", type: list, elements: int}
+    needed_bytes: {description: "flows x buffer_bytes.", type: int}
+    needed_pages: {description: "needed_bytes / page_size, rounded up.", type: int}
+    fits: {description: "Whether the flows fit below the tcp_mem pressure mark and within memory_share of RAM.", type: bool}
+    proposed_tcp_mem: {description: "The tcp_mem that makes the flows fit (pages).", type: list, elements: int}
+  sample:
+    flows: 4
+    buffer_bytes: 980000000
+    needed_bytes: 3920000000
+    needed_pages: 957032
+    page_size: 4096
+    mem_total_bytes: 34359738368
+    memory_share: 0.25
+    share_bytes: 8589934592
+    tcp_mem: [393216, 524288, 786432]
+    tcp_mem_pressure_bytes: 2147483648
+    tcp_mem_max_bytes: 3221225472
+    fits_tcp_mem: false
+    fits_memory_share: true
+    fits: false
+    proposed_tcp_mem: [393216, 957032, 1435548]
+    tcp_mem_capped: false
+    fit_tcp_mem: true
+    summary: "4 flows x 980000000-byte buffers = 3738 MiB (957032 pages of 4096 bytes); ..."
+    warnings: []
 """
 
 import os
+import re
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.bdp.wan_tune.plugins.module_utils import files, sysctl
+from ansible_collections.bdp.wan_tune.plugins.module_utils import bdp, files, sysctl
+from ansible_collections.bdp.wan_tune.plugins.module_utils.kmod import Kernel
 
 NAMESPACE_REASON = 'owned by the host kernel; read-only in this network namespace'
 CC_KEY = 'net.ipv4.tcp_congestion_control'
+TCP_MEM_KEY = bdp.TCP_MEM_KEY
+MEMINFO = '/proc/meminfo'
+
+
+def mem_total_bytes():
+    """MemTotal of /proc/meminfo (MEMINFO) in bytes (the kernel writes kB, 1024 bytes), or None when unreadable."""
+    try:
+        with open(MEMINFO, 'r') as handle:
+            for line in handle:
+                fields = line.split()
+                if fields[:1] == ['MemTotal:'] and len(fields) >= 2 and fields[1].isdigit():
+                    return int(fields[1]) * (1024 if fields[2:3] == ['kB'] else 1)
+    except (IOError, OSError):
+        pass
+    return None
+
+
+def page_size():
+    """The page size net.ipv4.tcp_mem counts in."""
+    return os.sysconf('SC_PAGE_SIZE')
 
 
 def _fields(text):
@@ -224,6 +320,7 @@ class DropIn(object):
         self.state_file = os.path.join(self.params['state_dir'],
                                        os.path.basename(self.path) + '.json')
         self.initial = sysctl.initial_netns()
+        self.record = files.load_record(self.state_file)
         self.result = {'changed': False, 'path': self.path, 'initial_netns': self.initial,
                        'settings': {}, 'skipped_keys': {}, 'overrides': []}
 
@@ -251,6 +348,30 @@ class DropIn(object):
             return NAMESPACE_REASON if not self.initial else 'read-only /proc/sys on this host'
         return None
 
+    def floor_base(self, key, current):
+        """What a floor protects: the value the host had before this file first changed ``key`` (recorded), as
+        long as the live value is still this file's own; else the live value (the host's, or someone else's)."""
+        original = self.record.get('original', {}).get(key)
+        if original is None or current is None:
+            return current
+        ours = dict(sysctl.parse_conf(self.read_file() or '')).get(key)
+        return original if ours == current else current
+
+    def check_congestion_control(self, key, wanted, info):
+        """The kernel must offer ``wanted``; in check mode an algorithm that is a loadable module will be offered
+        once the bbr role has loaded it, so it is predicted, not refused."""
+        available = _fields(sysctl.read_live('net.ipv4.tcp_available_congestion_control'))
+        if wanted in available:
+            return
+        source = Kernel(self.module).congestion_source(wanted, False) if re.match(r'[a-z0-9_]+\Z', wanted) else None
+        if source == 'module' and self.module.check_mode:
+            info['note'] = 'available once the module tcp_%s is loaded (check mode: not loaded)' % wanted
+            return
+        hint = ('load its module first (modprobe tcp_%s; the bbr role does this before it sets the default)'
+                % wanted if source == 'module' else 'use a kernel built with it (CONFIG_TCP_CONG_%s)' % wanted.upper())
+        self.fail('%s: the kernel (%s) has no %s congestion control (available: %s); %s.'
+                  % (key, os.uname()[2], wanted, ' '.join(available), hint))
+
     def plan(self):
         seen, entries, changes, strict_errors = set(), [], [], []
         for setting in self.params['settings']:
@@ -262,25 +383,24 @@ class DropIn(object):
                 self.fail('settings: key %s is listed twice; give each key once.' % key)
             seen.add(key)
             current = sysctl.read_live(key)
+            base = self.floor_base(key, current)
             if current is None and self.initial and not setting['optional']:
                 self.fail('%s does not exist on this kernel (%s); remove it from the settings or mark it optional.'
                           % (key, os.uname()[2]))
             try:
-                requested = _wanted(setting, current)
+                requested = _wanted(setting, base)
             except ValueError as exc:
                 self.fail('settings: %s' % exc)
             wanted = requested
             if setting['floor'] and not self.params['allow_lower']:
-                wanted = _floored(requested, current)
+                wanted = _floored(requested, base)
             info = {'before': current, 'after': current, 'wanted': wanted}
             if wanted != requested:
-                info['requested'] = requested  # the host already has more; kept
+                info['requested'] = requested  # the host had more before the collection first changed it; kept
+            if base != current:
+                info['host_before_first_run'] = base
             if key == CC_KEY and current is not None:
-                available = _fields(sysctl.read_live('net.ipv4.tcp_available_congestion_control'))
-                if wanted not in available:
-                    self.fail('%s: the kernel (%s) has no %s congestion control (available: %s); load its module '
-                              '(modprobe tcp_%s) or use a kernel built with it.'
-                              % (key, os.uname()[2], wanted, ' '.join(available), wanted))
+                self.check_congestion_control(key, wanted, info)
             reason = None if wanted == current else self.skip_reason(key, wanted, current)
             if current is None and reason is None:
                 reason = 'the kernel has no such key'
@@ -311,7 +431,7 @@ class DropIn(object):
 
     # ---------------------------------------------------------------- apply
     def apply(self, changes, old_text, new_text):
-        state = files.load_record(self.state_file)
+        state = self.record
         originals = state.setdefault('original', {})
         for key in changes:
             originals.setdefault(key, self.result['settings'][key]['before'])
@@ -354,6 +474,7 @@ class DropIn(object):
             self.write_file(old_text)
 
     def present(self):
+        guard = self.memory_guard()
         entries, changes = self.plan()
         old_text = self.read_file()
         new_text = self.content(entries)
@@ -364,6 +485,7 @@ class DropIn(object):
         for key, info in self.result['settings'].items():
             if info['status'] == 'skipped':
                 self.module.warn('%s was not set to %s: %s.' % (key, info['wanted'], info['reason']))
+        self.memory_warnings(guard)
         wanted = dict((key, value) for key, value, comment in entries)
         self.result['overrides'] = sysctl.overrides(self.path, wanted)
         for item in self.result['overrides']:
@@ -373,7 +495,7 @@ class DropIn(object):
 
     def absent(self):
         old_text = self.read_file()
-        state = files.load_record(self.state_file)
+        state = self.record
         ours = dict(sysctl.parse_conf(old_text or ''))
         restore = {}
         for key, value in state.get('original', {}).items():
@@ -389,11 +511,19 @@ class DropIn(object):
         ]
         if self.module.check_mode or not self.result['changed']:
             return
-        for key, value in restore.items():
+        failed = {}
+        for key, value in sorted(restore.items()):     # every key is tried, even after a failure
             try:
                 sysctl.write_live(key, value)
             except (IOError, OSError) as exc:
-                self.fail('Restoring %s to %s failed: %s; the file was kept so you can retry.' % (key, value, exc))
+                failed[key] = 'Restoring %s to %s failed: %s' % (key, value, exc)
+        if failed:
+            for key in failed:
+                del self.result['restored'][key]
+            state['original'] = dict((key, value) for key, value in state.get('original', {}).items() if key in failed)
+            files.save_record(self.module, self.state_file, state)
+            self.fail('%s. The other keys were restored; %s and the record of the failed keys were kept so that a '
+                      'second rollback can retry.' % ('; '.join(failed[key] for key in sorted(failed)), self.path))
         if old_text is not None:
             os.unlink(self.path)
         files.save_record(self.module, self.state_file, {})
@@ -406,6 +536,63 @@ class DropIn(object):
              'after': ''.join('%s = %s\n' % (key, live[key]['wanted']) for key in changes),
              'before_header': 'live values (/proc/sys)', 'after_header': 'live values (/proc/sys)'},
         ]
+
+    # --------------------------------------------------------- memory guard
+    def memory_guard(self):
+        """Check the planned flows against this host's net.ipv4.tcp_mem and RAM, read here (bdp.memory_plan); with
+        fit_tcp_mem, add net.ipv4.tcp_mem to the settings as a floor key. Returns (plan against the live tcp_mem,
+        plan the fit started from) or None."""
+        guard = self.params['memory_guard']
+        if not guard:
+            return None
+        fit = guard['fit_tcp_mem']
+        if fit and any(sysctl.normalize_key(item['key']) == TCP_MEM_KEY for item in self.params['settings']):
+            self.fail('memory_guard: fit_tcp_mem sets %s itself; remove that key from the settings or set fit_tcp_mem '
+                      'to false.' % TCP_MEM_KEY)
+        live, mem = sysctl.read_live(TCP_MEM_KEY), mem_total_bytes()
+        base = self.floor_base(TCP_MEM_KEY, live) if fit else live     # the host's own value, if ours is live
+        unknown = [name for name, value in (('MemTotal from %s' % MEMINFO, mem), (TCP_MEM_KEY, live)) if value is None]
+        if unknown:
+            self.module.warn('memory_guard: could not read %s on this host, so that check was left out%s.'
+                             % (' or '.join(unknown), ' and net.ipv4.tcp_mem is not changed' if fit else ''))
+        args = dict(flows=guard['flows'], buffer_bytes=guard['buffer_bytes'], mem_total_bytes=mem,
+                    page_size=page_size(), memory_share=guard['memory_share'],
+                    names={'flows': 'memory_guard.flows', 'memory_share': 'memory_guard.memory_share'})
+        try:
+            plain = bdp.memory_plan(tcp_mem_pages=live, **args)
+            fitted = bdp.memory_plan(tcp_mem_pages=base, fit_tcp_mem=True, **args) if fit else plain
+        except bdp.UnitError as exc:
+            self.fail('memory_guard: %s' % exc)
+        proposed = fitted['proposed_tcp_mem']
+        if fit and proposed and (proposed != fitted['tcp_mem'] or TCP_MEM_KEY in self.record.get('original', {})):
+            self.params['settings'].append({
+                'key': TCP_MEM_KEY, 'value': [None] + proposed[1:], 'floor': True, 'optional': False,
+                'comment': 'memory_guard.fit_tcp_mem: pressure holds %d flows x %d bytes (%d pages of %d bytes); '
+                           'max = 3/2 x pressure, at most %g%% of RAM; min as the host had it.'
+                           % (plain['flows'], plain['buffer_bytes'], plain['needed_pages'], plain['page_size'],
+                              plain['memory_share'] * 100)})
+        self.result['memory'] = dict(plain, fit_tcp_mem=fit, proposed_tcp_mem=proposed,
+                                     tcp_mem_capped=fitted['tcp_mem_capped'])
+        return plain, fitted
+
+    def memory_warnings(self, guard):
+        """Show the guard's warnings: those of the fit when net.ipv4.tcp_mem was set (or nothing needed setting),
+        else those against the live value (fit_tcp_mem off, or the key skipped in a container)."""
+        if not guard:
+            return
+        plain, fitted = guard
+        info = self.result['settings'].get(TCP_MEM_KEY)
+        applied = self.result['memory']['fit_tcp_mem'] and fitted['proposed_tcp_mem'] and (
+            info is None or info['status'] != 'skipped')
+        warnings = (fitted if applied else plain)['warnings']
+        memory = self.result['memory']
+        memory['warnings'] = warnings
+        outcome = ['does not fit: see the warnings' if warnings else 'fits']
+        if applied and info is not None and info['wanted'] != info['before']:
+            outcome.insert(0, '%s %s -> %s' % (TCP_MEM_KEY, info['before'], info['wanted']))
+        memory['summary'] = '; '.join([plain['summary']] + outcome)
+        for warning in warnings:
+            self.module.warn(warning)
 
 
 def main():
@@ -424,6 +611,12 @@ def main():
             strict=dict(type='bool', default=False),
             state=dict(type='str', default='present', choices=['present', 'absent']),
             state_dir=dict(type='path', default=files.STATE_DIR),
+            memory_guard=dict(type='dict', options=dict(
+                flows=dict(type='int', required=True),
+                buffer_bytes=dict(type='int', required=True),
+                memory_share=dict(type='float', default=0.25),
+                fit_tcp_mem=dict(type='bool', default=False),
+            )),
         ),
         required_if=[('state', 'present', ('settings',))],
         supports_check_mode=True,

@@ -139,3 +139,33 @@ def test_tcp_buffer_plan_names_appear_in_errors(filters, kwargs, start):
     with pytest.raises(AnsibleFilterError) as info:
         filters['tcp_buffer_plan'](names=NAMES, **args)
     assert str(info.value).startswith(start)
+
+
+# --------------------------------------------------------------------------- memory guard with tcp_mem (issue 7, item 6)
+
+def test_tcp_buffer_plan_checks_tcp_mem_on_the_controller(filters, warnings):
+    plan = filters['tcp_buffer_plan']('10g', 98, flows=4, mem_total_mb=16384, tcp_mem='196608 262144 393216')
+    assert plan['buffer_bytes'] == 980000000
+    assert plan['warnings'] == bdp_utils.memory_plan(4, 980000000, 16 * 2 ** 30, 4096, [196608, 262144, 393216])[
+        'warnings']
+    assert plan['warnings'][0].startswith('4 flows x 980000000-byte buffers need 3738 MiB (957032 pages of 4096 '
+                                          'bytes), above the net.ipv4.tcp_mem pressure mark of 262144 pages')
+    assert warnings == plan['warnings']
+    # 64 KiB pages hold 16 times more
+    assert filters['tcp_buffer_plan']('10g', 98, flows=4, tcp_mem=[196608, 262144, 393216],
+                                      page_size=65536)['warnings'] == []
+
+
+def test_tcp_buffer_plan_takes_flows_as_a_string(filters, warnings):
+    # -e tcp_buffers_flows=4 passes '4'
+    assert filters['tcp_buffer_plan']('1g', 98, flows='4', mem_total_mb='8192')['warnings'] == []
+    with pytest.raises(AnsibleFilterError) as info:
+        filters['tcp_buffer_plan']('1g', 98, flows='4.5', names={'flows': 'tcp_buffers_flows'})
+    assert str(info.value).startswith("tcp_buffers_flows: '4.5' is not usable; expected a whole number of "
+                                      "concurrent flows, 1 or more")
+
+
+def test_tcp_buffer_plan_clamp_names_the_streams(filters, warnings):
+    plan = filters['tcp_buffer_plan']('100g', 300)
+    assert plan['buffer_bytes'] == 2147483647
+    assert 'at least 4 for the 2 x BDP floor' in warnings[0] and '14 for 8 x BDP' in warnings[0]

@@ -344,9 +344,13 @@ def test_buffer_plan_clamps_at_int_max_with_a_warning():
     assert plan['bdp_bytes'] == 1225000000
     assert plan['buffer_bytes'] == bdp.INT_MAX == 2147483647
     assert plan['clamped'] is True
+    # 2 x BDP = 2450000000 is above the limit too: one stream cannot fill the path (issue 7, item 6)
     assert plan['warnings'] == [
         '8 x BDP is 9800000000 bytes, above the kernel limit 2147483647; buffers are clamped to 2147483647, '
-        'which still gives 8 x BDP up to 21913 Mbit/s and the 2 x BDP floor up to 87652 Mbit/s at 98 ms.']
+        'below the 2 x BDP floor of 2450000000 bytes, so one TCP stream cannot fill this path at 98 ms (a clamped '
+        'buffer holds 2 x BDP only up to 87652 Mbit/s, 8 x BDP up to 21913 Mbit/s). Split the transfer over parallel '
+        'streams: at least 2 for the 2 x BDP floor (2 x BDP / 2147483647, rounded up) and 5 for 8 x BDP '
+        '(8 x BDP / 2147483647, rounded up).']
     # the rates at which the clamped buffer still holds 8 and 2 BDPs: INT_MAX / factor per RTT
     assert round(bdp.INT_MAX / 8 * 8 / 0.098 / 1e6) == 21913
     assert round(bdp.INT_MAX / 2 * 8 / 0.098 / 1e6) == 87652
@@ -385,7 +389,7 @@ def test_buffer_plan_memory_guard_silent(flows, mem):
     assert bdp.buffer_plan('1g', 98, headroom=4, flows=flows, mem_total_bytes=mem)['warnings'] == []
 
 
-@pytest.mark.parametrize('flows', [0, -1, 1.5, '4', True, [], {}])
+@pytest.mark.parametrize('flows', [0, -1, 1.5, '4.5', '0', 'four', '4 flows', '', True, [], {}])
 def test_buffer_plan_flows_must_be_a_positive_int(flows):
     with pytest.raises(UnitError) as info:
         bdp.buffer_plan('1g', 98, flows=flows, mem_total_bytes=8 * GIB, names={'flows': 'wan_flows'})
@@ -512,3 +516,226 @@ def test_parsers_keep_their_names_and_keyword_arguments():
     assert bdp.parse_rate.__name__ == 'parse_rate'
     assert bdp.parse_rate('1g', name='x') == 10 ** 9
     assert bdp.parse_rtt(98) == Decimal(98)
+
+
+# --------------------------------------------------------------------------- memory guard and tcp_mem (issue 7, item 6)
+
+PAGE = 4096
+# The kernel's boot-time tcp_mem (tcp_init_mem) from L = pages / 16: min 3/4 x L, pressure L, max 2 x min = 3/2 x L.
+TCP_MEM_16G = [196608, 262144, 393216]        # 16 GiB = 4194304 pages: L = 262144 (1 GiB), max 1.5 GiB
+TCP_MEM_32G = [393216, 524288, 786432]        # 32 GiB
+BUFFER_10G_98 = 980000000                     # 8 x BDP at 10 Gbit/s, 98 ms
+
+
+def kernel_tcp_mem(mem_bytes, page=PAGE):
+    limit = mem_bytes // page // 16
+    return [limit // 4 * 3, limit, limit // 4 * 3 * 2]
+
+
+def test_the_test_tcp_mem_values_are_the_kernels_formula():
+    assert kernel_tcp_mem(16 * GIB) == TCP_MEM_16G
+    assert kernel_tcp_mem(32 * GIB) == TCP_MEM_32G
+    assert TCP_MEM_16G[2] * PAGE == 1.5 * GIB                       # max about 3/32 of RAM
+    assert TCP_MEM_16G[1] * PAGE == GIB                             # pressure about 1/16 of RAM
+
+
+PRESSURE_16G = (
+    '4 flows x 980000000-byte buffers need 3738 MiB (957032 pages of 4096 bytes), above the net.ipv4.tcp_mem '
+    'pressure mark of 262144 pages (1024 MiB; max 393216 pages, 1536 MiB). Past pressure the kernel shrinks the '
+    'buffers of all TCP sockets and stops autotuning, so these flows cannot all grow to full size: lower the flow '
+    'count or the headroom, or opt in to raising net.ipv4.tcp_mem to fit (tcp_buffers_fit_tcp_mem: true; module '
+    'option memory_guard.fit_tcp_mem), which would set it to 196608 957032 1048576 (max capped at 25% of RAM).')
+CAPPED_16G = (
+    "4 flows x 980000000-byte buffers do not fit with the kernel's margin within 25% of this host's 16384 MiB RAM: "
+    "raising the net.ipv4.tcp_mem pressure mark to 957032 pages (3738 MiB) for them needs max 1435548 pages "
+    "(5607 MiB; 3/2 x pressure, the kernel's own ratio), so max is capped at 1048576 pages (4096 MiB); "
+    "net.ipv4.tcp_mem is set to 196608 957032 1048576. Lower the flow count or the headroom, or raise "
+    "tcp_buffers_memory_share if the host can spare the memory.")
+
+
+def test_memory_plan_10g_98ms_4_flows_16gib_host_warns_about_tcp_mem():
+    """The issue's case: the RAM-share guard is silent (3738 MiB < 4096 MiB), but tcp_mem pressure is 1 GiB."""
+    plan = bdp.memory_plan(4, BUFFER_10G_98, 16 * GIB, PAGE, '196608\t262144\t393216')
+    assert plan == {
+        'flows': 4, 'buffer_bytes': 980000000, 'needed_bytes': 3920000000, 'page_size': 4096,
+        'needed_pages': 957032,                                   # ceil(3920000000 / 4096) = ceil(957031.25)
+        'mem_total_bytes': 17179869184, 'memory_share': 0.25, 'share_bytes': 4294967296,
+        'tcp_mem': TCP_MEM_16G, 'tcp_mem_pressure_bytes': 1073741824, 'tcp_mem_max_bytes': 1610612736,
+        'fits_tcp_mem': False, 'fits_memory_share': True, 'fits': False,
+        # pressure 957032; max would be ceil(957032 x 3 / 2) = 1435548, above 25 % of RAM = 1048576 pages: capped
+        'proposed_tcp_mem': [196608, 957032, 1048576], 'tcp_mem_capped': True,
+        'summary': ('4 flows x 980000000-byte buffers = 3738 MiB (957032 pages of 4096 bytes); net.ipv4.tcp_mem '
+                    '196608 262144 393216 pages (pressure 1024 MiB, max 1536 MiB); 25% of RAM = 4096 MiB'),
+        'warnings': [PRESSURE_16G],
+    }
+
+
+def test_memory_plan_fit_on_16gib_is_capped_at_the_share_and_warns():
+    plan = bdp.memory_plan(4, BUFFER_10G_98, 16 * GIB, PAGE, TCP_MEM_16G, fit_tcp_mem=True)
+    assert plan['proposed_tcp_mem'] == [196608, 957032, 1048576]
+    assert plan['tcp_mem_capped'] is True
+    assert plan['warnings'] == [CAPPED_16G]
+
+
+def test_memory_plan_fit_on_32gib_follows_the_rule_exactly():
+    plan = bdp.memory_plan(4, BUFFER_10G_98, 32 * GIB, PAGE, TCP_MEM_32G, fit_tcp_mem=True)
+    # pressure = max(524288, 957032); max = max(786432, ceil(957032 x 3 / 2)) = 1435548 <= 2097152 (25 % of RAM)
+    assert plan['proposed_tcp_mem'] == [393216, 957032, 1435548]
+    assert plan['tcp_mem_capped'] is False
+    assert plan['warnings'] == []
+    # without fit_tcp_mem the same proposal is named in the warning
+    plain = bdp.memory_plan(4, BUFFER_10G_98, 32 * GIB, PAGE, TCP_MEM_32G)
+    assert plain['proposed_tcp_mem'] == [393216, 957032, 1435548]
+    assert plain['warnings'] == [
+        '4 flows x 980000000-byte buffers need 3738 MiB (957032 pages of 4096 bytes), above the net.ipv4.tcp_mem '
+        'pressure mark of 524288 pages (2048 MiB; max 786432 pages, 3072 MiB). Past pressure the kernel shrinks the '
+        'buffers of all TCP sockets and stops autotuning, so these flows cannot all grow to full size: lower the flow '
+        'count or the headroom, or opt in to raising net.ipv4.tcp_mem to fit (tcp_buffers_fit_tcp_mem: true; module '
+        'option memory_guard.fit_tcp_mem), which would set it to 393216 957032 1435548.']
+
+
+def test_memory_plan_1g_98ms_fits_the_kernel_default():
+    plan = bdp.memory_plan(4, 98000000, 16 * GIB, PAGE, TCP_MEM_16G, fit_tcp_mem=True)
+    assert plan['needed_pages'] == 95704                       # 392000000 / 4096 = 95703.125
+    assert plan['fits'] is True and plan['fits_tcp_mem'] is True and plan['fits_memory_share'] is True
+    assert plan['proposed_tcp_mem'] == TCP_MEM_16G             # nothing to raise
+    assert plan['warnings'] == []
+
+
+@pytest.mark.parametrize('tcp_mem, proposed', [
+    ([196608, 2000000, 3000000], [196608, 2000000, 3000000]),   # the host's pressure already fits: unchanged
+    ([196608, 262144, 3000000], [196608, 957032, 3000000]),     # its max already holds 3/2 x pressure: kept
+    ([500000, 600000, 700000], [500000, 957032, 1435548]),      # min is never touched
+])
+def test_memory_plan_fit_never_lowers_a_field(tcp_mem, proposed):
+    plan = bdp.memory_plan(4, BUFFER_10G_98, 32 * GIB, PAGE, tcp_mem, fit_tcp_mem=True)
+    assert plan['proposed_tcp_mem'] == proposed
+    assert plan['tcp_mem_capped'] is False
+    assert all(new >= old for new, old in zip(plan['proposed_tcp_mem'], tcp_mem))
+
+
+def test_memory_plan_keeps_a_host_max_above_the_share():
+    # the host's own max (1200000 pages) is above 25 % of 16 GiB (1048576): kept, never lowered to the share
+    plan = bdp.memory_plan(4, BUFFER_10G_98, 16 * GIB, PAGE, [196608, 262144, 1200000], fit_tcp_mem=True)
+    assert plan['proposed_tcp_mem'] == [196608, 957032, 1200000]
+    assert plan['tcp_mem_capped'] is True
+    assert 'so max is capped at 1200000 pages (4687 MiB)' in plan['warnings'][0]
+
+
+def test_memory_plan_flows_beyond_the_share_cap_pressure_too():
+    plan = bdp.memory_plan(100, 98000000, 16 * GIB, PAGE, TCP_MEM_16G, fit_tcp_mem=True)
+    assert plan['needed_pages'] == 2392579
+    assert plan['proposed_tcp_mem'] == [196608, 1048576, 1048576]        # pressure never above max
+    assert plan['warnings'] == [
+        "100 flows x 98000000-byte buffers do not fit with the kernel's margin within 25% of this host's 16384 MiB "
+        "RAM: raising the net.ipv4.tcp_mem pressure mark to 2392579 pages (9346 MiB) for them needs max 3588869 pages "
+        "(14019 MiB; 3/2 x pressure, the kernel's own ratio), so max is capped at 1048576 pages (4096 MiB), and "
+        "pressure at 1048576 pages (4096 MiB), below the 2392579 pages the flows need; net.ipv4.tcp_mem is set to "
+        "196608 1048576 1048576. Lower the flow count or the headroom, or raise tcp_buffers_memory_share if the host "
+        "can spare the memory.",
+        "100 flows x 98000000-byte buffers need 9346 MiB, more than 25% of this host's 16384 MiB RAM; "
+        "lower the flow count or headroom, or check net.ipv4.tcp_mem (pages) allows it."]
+
+
+def test_memory_plan_share_changes_the_cap():
+    plan = bdp.memory_plan(4, BUFFER_10G_98, 16 * GIB, PAGE, TCP_MEM_16G, memory_share='0.5', fit_tcp_mem=True)
+    assert plan['proposed_tcp_mem'] == [196608, 957032, 1435548]          # 1435548 <= 2097152 pages (50 %)
+    assert plan['warnings'] == []
+
+
+def test_memory_plan_pressure_is_compared_in_bytes_of_the_page_size():
+    # exactly the pressure mark: fits; one byte more: the pressure warning
+    assert bdp.memory_plan(1, 262144 * PAGE, None, PAGE, TCP_MEM_16G)['warnings'] == []
+    assert len(bdp.memory_plan(1, 262144 * PAGE + 1, None, PAGE, TCP_MEM_16G)['warnings']) == 1
+    # 64 KiB pages (arm64, ppc64le): the same tcp_mem holds 16 times more
+    assert bdp.memory_plan(4, BUFFER_10G_98, None, 65536, TCP_MEM_16G)['fits_tcp_mem'] is True
+
+
+def test_memory_plan_with_unknown_inputs():
+    only_ram = bdp.memory_plan(4, BUFFER_10G_98, 16 * GIB)
+    assert only_ram['tcp_mem'] is None and only_ram['fits_tcp_mem'] is None
+    assert only_ram['proposed_tcp_mem'] is None and only_ram['warnings'] == []
+    only_tcp_mem = bdp.memory_plan(4, BUFFER_10G_98, None, PAGE, TCP_MEM_16G, fit_tcp_mem=True)
+    assert only_tcp_mem['fits_memory_share'] is None and only_tcp_mem['proposed_tcp_mem'] is None
+    # no proposal without RAM to cap it: the pressure warning stays, with no tcp_mem to opt in to
+    assert only_tcp_mem['warnings'][0].endswith('so these flows cannot all grow to full size: lower the flow count '
+                                                'or the headroom.')
+
+
+@pytest.mark.parametrize('flows, count', [(4, 4), ('4', 4), (' 4 ', 4), ('+4', 4), (4.0, 4), ('0004', 4)])
+def test_flows_accept_whole_numbers_and_their_strings(flows, count):
+    assert bdp.flow_count(flows) == count
+    assert bdp.memory_plan(flows, 1000)['flows'] == count
+    assert bdp.buffer_plan('1g', 98, flows=flows, mem_total_bytes=8 * GIB)['warnings'] == []
+
+
+@pytest.mark.parametrize('flows', ['4.0', '1e3', '-4', '4 flows', 'four', '', 0, 1.5, float('nan'), True, None,
+                                   '9' * 19])
+def test_flows_refuse_the_rest_and_say_what_is_accepted(flows):
+    with pytest.raises(UnitError) as info:
+        bdp.flow_count(flows, 'tcp_buffers_flows')
+    message = str(info.value)
+    assert message.startswith('tcp_buffers_flows: ')
+    assert "a whole number of concurrent flows, 1 or more: 4, or the same digits as a string ('4', as " \
+           "-e tcp_buffers_flows=4 passes it)" in message
+
+
+@pytest.mark.parametrize('kwargs, start', [
+    ({'memory_share': 0}, 'memory_share: 0 is outside 0 to 1'),
+    ({'memory_share': '1.5'}, "memory_share: '1.5' is outside 0 to 1"),
+    ({'memory_share': 'half'}, "memory_share: 'half' is not usable"),
+    ({'tcp_mem_pages': '1 2'}, "net.ipv4.tcp_mem: '1 2' is not usable; expected three whole numbers of pages"),
+    ({'tcp_mem_pages': [1, 2, 'x']}, "net.ipv4.tcp_mem: 'x' is not usable"),
+    ({'page_size': 0}, 'page_size: 0 is not usable'),
+    ({'buffer_bytes': -1}, 'buffer_bytes: -1 is not usable'),
+])
+def test_memory_plan_bad_inputs(kwargs, start):
+    args = dict({'flows': 4, 'buffer_bytes': BUFFER_10G_98, 'mem_total_bytes': 16 * GIB}, **kwargs)
+    with pytest.raises(UnitError) as info:
+        bdp.memory_plan(**args)
+    assert str(info.value).startswith(start), str(info.value)
+
+
+def test_buffer_plan_memory_guard_with_tcp_mem():
+    plan = bdp.buffer_plan('10g', 98, flows='4', mem_total_bytes=16 * GIB, tcp_mem_pages=TCP_MEM_16G)
+    assert plan['buffer_bytes'] == BUFFER_10G_98
+    assert plan['warnings'] == [PRESSURE_16G]
+    # the RAM share alone stays silent: the issue's gap
+    assert bdp.buffer_plan('10g', 98, flows=4, mem_total_bytes=16 * GIB)['warnings'] == []
+
+
+# --------------------------------------------------------------------------- clamp below the 2 x BDP floor
+
+def test_clamp_100g_300ms_names_the_parallel_streams():
+    plan = bdp.buffer_plan('100g', 300)
+    assert plan['bdp_bytes'] == 3750000000                                # 3.75 GB
+    assert plan['buffer_bytes'] == bdp.INT_MAX
+    assert bdp.streams_needed(2 * 3750000000) == 4                        # 7.5 GB / 2147483647 = 3.49
+    assert bdp.streams_needed(8 * 3750000000) == 14                       # 30 GB / 2147483647 = 13.97
+    assert plan['warnings'] == [
+        '8 x BDP is 30000000000 bytes, above the kernel limit 2147483647; buffers are clamped to 2147483647, below '
+        'the 2 x BDP floor of 7500000000 bytes, so one TCP stream cannot fill this path at 300 ms (a clamped buffer '
+        'holds 2 x BDP only up to 28633 Mbit/s, 8 x BDP up to 7158 Mbit/s). Split the transfer over parallel streams: '
+        'at least 4 for the 2 x BDP floor (2 x BDP / 2147483647, rounded up) and 14 for 8 x BDP '
+        '(8 x BDP / 2147483647, rounded up).']
+
+
+def test_clamp_below_the_floor_with_headroom_2_names_one_count():
+    (warning,) = bdp.buffer_plan('100g', 300, headroom=2)['warnings']
+    assert warning == (
+        '2 x BDP is 7500000000 bytes, above the kernel limit 2147483647; buffers are clamped to 2147483647, below '
+        'the 2 x BDP floor of 7500000000 bytes, so one TCP stream cannot fill this path at 300 ms (a clamped buffer '
+        'holds 2 x BDP only up to 28633 Mbit/s). Split the transfer over parallel streams: at least 4 for the '
+        '2 x BDP floor (2 x BDP / 2147483647, rounded up).')
+
+
+def test_clamp_above_the_floor_keeps_its_message():
+    # 10g, 300 ms: 8 x BDP = 3 GB is clamped, but 2 x BDP = 750 MB fits, so one stream still fills the path
+    assert bdp.buffer_plan('10g', 300)['warnings'] == [
+        '8 x BDP is 3000000000 bytes, above the kernel limit 2147483647; buffers are clamped to 2147483647, which '
+        'still gives 8 x BDP up to 7158 Mbit/s and the 2 x BDP floor up to 28633 Mbit/s at 300 ms.']
+
+
+@pytest.mark.parametrize('total, streams', [(1, 1), (bdp.INT_MAX, 1), (bdp.INT_MAX + 1, 2), (0, 1)])
+def test_streams_needed(total, streams):
+    assert bdp.streams_needed(total) == streams

@@ -439,16 +439,56 @@ def test_state_present_requires_settings(host, dropin):
 
 # --------------------------------------------------------------------------- congestion control
 
-def test_congestion_control_the_kernel_lacks_fails(host, dropin):
+@pytest.fixture
+def cc_source(monkeypatch):
+    """Where the kernel would take an algorithm from (kmod.Kernel.congestion_source), as the test says."""
+    sources = {}
+    monkeypatch.setattr(sysctl_dropin.Kernel, 'congestion_source',
+                        lambda self, algorithm, present: sources.get(algorithm, 'missing'))
+    return sources
+
+
+def test_congestion_control_the_kernel_lacks_fails(host, dropin, cc_source):
     host.proc.set('net.ipv4.tcp_available_congestion_control', 'reno cubic')
     result = dropin(BUFFERS + [{'key': 'net.ipv4.tcp_congestion_control', 'value': 'bbr'}])
     assert result['rc'] == 1
     assert result['msg'] == (
         'net.ipv4.tcp_congestion_control: the kernel (%s) has no bbr congestion control (available: reno cubic); '
-        'load its module (modprobe tcp_bbr) or use a kernel built with it.' % RELEASE)
+        'use a kernel built with it (CONFIG_TCP_CONG_BBR).' % RELEASE)
     assert not os.path.exists(host.path)
     assert host.proc.get('net.ipv4.tcp_congestion_control') == 'cubic'
     assert host.proc.get('net.core.rmem_max') == '212992'
+
+
+def test_congestion_control_in_an_unloaded_module_fails_with_the_fix(host, dropin, cc_source):
+    host.proc.set('net.ipv4.tcp_available_congestion_control', 'reno cubic')
+    cc_source['bbr'] = 'module'
+    result = dropin([{'key': 'net.ipv4.tcp_congestion_control', 'value': 'bbr'}])
+    assert result['rc'] == 1
+    assert result['msg'].endswith('load its module first (modprobe tcp_bbr; the bbr role does this before it sets '
+                                  'the default).')
+    assert host.proc.get('net.ipv4.tcp_congestion_control') == 'cubic'
+
+
+def test_check_mode_predicts_a_congestion_control_from_an_unloaded_module(host, dropin, cc_source):
+    # Debian, Ubuntu, RHEL: tcp_bbr is a module; in check mode the bbr role did not load it
+    host.proc.set('net.ipv4.tcp_available_congestion_control', 'reno cubic')
+    cc_source['bbr'] = 'module'
+    result = dropin([{'key': 'net.ipv4.tcp_congestion_control', 'value': 'bbr'}], _ansible_check_mode=True)
+    assert result['rc'] == 0 and result['changed'] is True
+    info = result['settings']['net.ipv4.tcp_congestion_control']
+    assert info['status'] == 'changed' and info['wanted'] == 'bbr'
+    assert info['note'] == 'available once the module tcp_bbr is loaded (check mode: not loaded)'
+    assert 'net.ipv4.tcp_congestion_control = bbr' in result['diff'][0]['after']
+    assert not os.path.exists(host.path)
+    assert host.proc.get('net.ipv4.tcp_congestion_control') == 'cubic'
+
+
+def test_check_mode_still_refuses_a_congestion_control_the_kernel_lacks(host, dropin, cc_source):
+    host.proc.set('net.ipv4.tcp_available_congestion_control', 'reno cubic')
+    result = dropin([{'key': 'net.ipv4.tcp_congestion_control', 'value': 'bbr'}], _ansible_check_mode=True)
+    assert result['rc'] == 1
+    assert 'has no bbr congestion control' in result['msg']
 
 
 def test_available_congestion_control_is_set_on_the_host(host, dropin):
@@ -631,13 +671,23 @@ def test_absent_check_mode_changes_nothing(host, dropin):
 
 def test_absent_failing_restore_keeps_the_file(host, dropin, monkeypatch):
     dropin(BUFFERS)
+    working = sysctl.write_live
     refuse_writes(monkeypatch, 'net.ipv4.tcp_rmem')
     result = dropin(state='absent')
     assert result['rc'] == 1
     assert result['msg'].startswith('Restoring net.ipv4.tcp_rmem to 4096 131072 6291456 failed: ')
-    assert 'the file was kept so you can retry' in result['msg']
+    assert 'The other keys were restored' in result['msg']
+    assert 'were kept so that a second rollback can retry' in result['msg']
     assert os.path.exists(host.path)
-    assert os.path.exists(host.state_file)
+    # every other key was restored, and only the failed key is still recorded
+    assert host.proc.get('net.core.rmem_max') == '212992'
+    with open(host.state_file) as handle:
+        assert json.load(handle)['original'] == {'net.ipv4.tcp_rmem': '4096 131072 6291456'}
+    monkeypatch.setattr(sysctl, 'write_live', working)      # the cause is fixed: a second rollback finishes
+    retry = dropin(state='absent')
+    assert retry['rc'] == 0 and retry['restored'] == {'net.ipv4.tcp_rmem': '4096 131072 6291456'}
+    assert host.proc.get('net.ipv4.tcp_rmem') == '4096 131072 6291456'
+    assert not os.path.exists(host.path) and not os.path.exists(host.state_file)
 
 
 # --------------------------------------------------------------------------- file mode
@@ -653,3 +703,271 @@ def test_file_mode_is_0644_whatever_the_umask(host, dropin, strict_umask):
     result = dropin(BUFFERS)
     assert result['rc'] == 0
     assert stat.S_IMODE(os.stat(host.path).st_mode) == 0o644
+
+
+# --------------------------------------------------------------------------- floors follow the collection's own inputs down
+
+def buffers(size):
+    return [{'key': 'net.core.rmem_max', 'value': size, 'floor': True},
+            {'key': 'net.ipv4.tcp_rmem', 'value': [None, None, size], 'floor': True}]
+
+
+def test_a_lower_rate_lowers_the_collections_own_values(host, dropin):
+    assert dropin(buffers(980000000))['rc'] == 0                 # 10g, 98 ms
+    result = dropin(buffers(98000000))                           # then 1g, 98 ms
+    assert result['rc'] == 0 and result['changed'] is True
+    assert host.proc.get('net.core.rmem_max') == '98000000'
+    assert host.proc.get('net.ipv4.tcp_rmem') == '4096 131072 98000000'
+    info = result['settings']['net.core.rmem_max']
+    assert 'requested' not in info and info['host_before_first_run'] == '212992'
+    # the record still holds what the host had before the first run
+    with open(host.state_file) as handle:
+        assert json.load(handle)['original'] == {'net.core.rmem_max': '212992',
+                                                 'net.ipv4.tcp_rmem': '4096 131072 6291456'}
+
+
+def test_never_below_what_the_host_had_before_the_first_run(host, dropin):
+    dropin(buffers(980000000))
+    result = dropin(buffers(100000))                             # far below the host's own values
+    assert host.proc.get('net.core.rmem_max') == '212992'
+    assert host.proc.get('net.ipv4.tcp_rmem') == '4096 131072 6291456'
+    assert result['settings']['net.ipv4.tcp_rmem']['requested'] == '4096 131072 100000'
+    # allow_lower goes below the host's own value
+    dropin(buffers(100000), allow_lower=True)
+    assert host.proc.get('net.core.rmem_max') == '100000'
+    # and state=absent still brings back what the host had before the first run
+    assert dropin(state='absent')['restored'] == {'net.core.rmem_max': '212992', 'net.ipv4.tcp_rmem': '4096 131072 6291456'}
+    assert host.proc.get('net.core.rmem_max') == '212992'
+
+
+def test_a_value_someone_else_raised_since_is_a_floor(host, dropin):
+    dropin(buffers(98000000))
+    host.proc.set('net.core.rmem_max', '500000000')              # an admin raised it by hand since
+    result = dropin(buffers(49000000))
+    assert host.proc.get('net.core.rmem_max') == '500000000'
+    assert result['settings']['net.core.rmem_max']['requested'] == '49000000'
+    assert host.proc.get('net.ipv4.tcp_rmem') == '4096 131072 49000000'   # still the collection's own: lowered
+
+
+# --------------------------------------------------------------------------- memory guard and tcp_mem (issue 7, item 6)
+
+GIB = 2 ** 30
+TCP_MEM_16G = '196608\t262144\t393216'         # the kernel's own tcp_mem for 16 GiB (pages of 4096 bytes)
+TCP_MEM_32G = '393216\t524288\t786432'
+BUFFER_10G_98 = 980000000                      # 8 x BDP at 10 Gbit/s, 98 ms
+MEMINFO = 'MemTotal:       %d kB\nMemFree:        1000000 kB\nMemAvailable:   2000000 kB\n'
+
+
+@pytest.fixture
+def ram(host, tmp_path, monkeypatch):
+    """ram(gib, tcp_mem): a fake /proc/meminfo with that MemTotal, 4096-byte pages, and that net.ipv4.tcp_mem."""
+    path = str(tmp_path / 'meminfo')
+    monkeypatch.setattr(sysctl_dropin, 'MEMINFO', path)
+    monkeypatch.setattr(sysctl_dropin, 'page_size', lambda: 4096)
+
+    def set_host(gib, tcp_mem):
+        with open(path, 'w') as handle:
+            handle.write(MEMINFO % (gib * 2 ** 20))
+        host.proc.set('net.ipv4.tcp_mem', tcp_mem)
+        return host
+
+    return set_host
+
+
+def guard(flows=4, buffer_bytes=BUFFER_10G_98, **extra):
+    return dict({'flows': flows, 'buffer_bytes': buffer_bytes}, **extra)
+
+
+def test_meminfo_is_read_in_bytes(tmp_path, monkeypatch):
+    path = tmp_path / 'meminfo'
+    path.write_text('MemTotal:       24684096 kB\nMemFree:        23097496 kB\n')
+    monkeypatch.setattr(sysctl_dropin, 'MEMINFO', str(path))
+    assert sysctl_dropin.mem_total_bytes() == 24684096 * 1024
+    path.write_text('garbage\n')
+    assert sysctl_dropin.mem_total_bytes() is None
+    monkeypatch.setattr(sysctl_dropin, 'MEMINFO', str(tmp_path / 'missing'))
+    assert sysctl_dropin.mem_total_bytes() is None
+    assert sysctl_dropin.page_size() == os.sysconf('SC_PAGE_SIZE')
+
+
+def test_guard_warns_about_tcp_mem_without_changing_it(ram, dropin):
+    host = ram(16, TCP_MEM_16G)
+    result = dropin(buffers(BUFFER_10G_98), memory_guard=guard())
+    assert result['rc'] == 0, result
+    assert result['warning_msgs'] == [
+        '4 flows x 980000000-byte buffers need 3738 MiB (957032 pages of 4096 bytes), above the net.ipv4.tcp_mem '
+        'pressure mark of 262144 pages (1024 MiB; max 393216 pages, 1536 MiB). Past pressure the kernel shrinks the '
+        'buffers of all TCP sockets and stops autotuning, so these flows cannot all grow to full size: lower the flow '
+        'count or the headroom, or opt in to raising net.ipv4.tcp_mem to fit (tcp_buffers_fit_tcp_mem: true; module '
+        'option memory_guard.fit_tcp_mem), which would set it to 196608 957032 1048576 (max capped at 25% of RAM).']
+    assert host.proc.get('net.ipv4.tcp_mem') == '196608 262144 393216'
+    assert 'net.ipv4.tcp_mem' not in result['settings']
+    assert 'tcp_mem' not in read(host.path)
+    memory = result['memory']
+    assert {key: memory[key] for key in ('mem_total_bytes', 'page_size', 'tcp_mem', 'needed_bytes', 'needed_pages',
+                                         'fits', 'proposed_tcp_mem', 'tcp_mem_capped', 'fit_tcp_mem')} == {
+        'mem_total_bytes': 16 * GIB, 'page_size': 4096, 'tcp_mem': [196608, 262144, 393216],
+        'needed_bytes': 3920000000, 'needed_pages': 957032, 'fits': False,
+        'proposed_tcp_mem': [196608, 957032, 1048576], 'tcp_mem_capped': True, 'fit_tcp_mem': False}
+    assert memory['warnings'] == result['warning_msgs']
+    assert memory['summary'].endswith('; 25% of RAM = 4096 MiB; does not fit: see the warnings')
+    assert json.loads(read(host.state_file))['original'] == {'net.core.rmem_max': '212992',
+                                                             'net.ipv4.tcp_rmem': '4096 131072 6291456'}
+
+
+def test_guard_is_silent_when_the_flows_fit(ram, dropin):
+    host = ram(16, TCP_MEM_16G)
+    result = dropin(buffers(98000000), memory_guard=guard(buffer_bytes=98000000, fit_tcp_mem=True))
+    assert result['rc'] == 0 and result['warning_msgs'] == []
+    assert result['memory']['fits'] is True
+    assert result['memory']['summary'].endswith('; fits')
+    assert 'net.ipv4.tcp_mem' not in result['settings']                 # nothing to raise: not pinned in the file
+    assert host.proc.get('net.ipv4.tcp_mem') == '196608 262144 393216'
+
+
+def test_guard_keeps_the_ram_share_warning(ram, dropin):
+    ram(4, '1000000 2000000 3000000')                                   # tcp_mem is no limit here
+    result = dropin(buffers(BUFFER_10G_98), memory_guard=guard())
+    assert result['warning_msgs'] == [
+        "4 flows x 980000000-byte buffers need 3738 MiB, more than 25% of this host's 4096 MiB RAM; "
+        "lower the flow count or headroom, or check net.ipv4.tcp_mem (pages) allows it."]
+
+
+def test_fit_tcp_mem_raises_it_exactly_per_the_rule(ram, dropin):
+    host = ram(32, TCP_MEM_32G)
+    result = dropin(buffers(BUFFER_10G_98), memory_guard=guard(fit_tcp_mem=True))
+    assert result['rc'] == 0, result
+    assert result['warning_msgs'] == []
+    # pressure = ceil(3920000000 / 4096) = 957032; max = ceil(957032 x 3 / 2) = 1435548 (<= 25 % of 32 GiB); min kept
+    assert host.proc.get('net.ipv4.tcp_mem') == '393216 957032 1435548'
+    assert result['settings']['net.ipv4.tcp_mem'] == {
+        'before': '393216 524288 786432', 'after': '393216 957032 1435548', 'wanted': '393216 957032 1435548',
+        'status': 'changed'}
+    text = read(host.path)
+    assert text.endswith('\n# memory_guard.fit_tcp_mem: pressure holds 4 flows x 980000000 bytes (957032 pages of '
+                         '4096 bytes); max = 3/2 x pressure, at most 25% of RAM; min as the host had it.\n'
+                         'net.ipv4.tcp_mem = 393216 957032 1435548\n')
+    assert json.loads(read(host.state_file))['original']['net.ipv4.tcp_mem'] == '393216 524288 786432'
+    assert result['memory']['proposed_tcp_mem'] == [393216, 957032, 1435548]
+    assert result['memory']['summary'].endswith(
+        '; net.ipv4.tcp_mem 393216 524288 786432 -> 393216 957032 1435548; fits')
+    again = dropin(buffers(BUFFER_10G_98), memory_guard=guard(fit_tcp_mem=True))
+    assert again['changed'] is False and again['warning_msgs'] == []
+    assert again['settings']['net.ipv4.tcp_mem']['status'] == 'ok'
+
+
+def test_fit_tcp_mem_caps_max_at_the_memory_share_and_warns(ram, dropin):
+    host = ram(16, TCP_MEM_16G)
+    result = dropin(buffers(BUFFER_10G_98), memory_guard=guard(fit_tcp_mem=True))
+    assert result['rc'] == 0, result
+    assert host.proc.get('net.ipv4.tcp_mem') == '196608 957032 1048576'       # max = 25 % of 16 GiB in pages
+    assert result['warning_msgs'] == [
+        "4 flows x 980000000-byte buffers do not fit with the kernel's margin within 25% of this host's 16384 MiB "
+        "RAM: raising the net.ipv4.tcp_mem pressure mark to 957032 pages (3738 MiB) for them needs max 1435548 pages "
+        "(5607 MiB; 3/2 x pressure, the kernel's own ratio), so max is capped at 1048576 pages (4096 MiB); "
+        "net.ipv4.tcp_mem is set to 196608 957032 1048576. Lower the flow count or the headroom, or raise "
+        "tcp_buffers_memory_share if the host can spare the memory."]
+    assert result['memory']['tcp_mem_capped'] is True
+    # a larger share lifts the cap
+    result = dropin(buffers(BUFFER_10G_98), memory_guard=guard(fit_tcp_mem=True, memory_share=0.5))
+    assert host.proc.get('net.ipv4.tcp_mem') == '196608 957032 1435548'
+    assert result['warning_msgs'] == []
+
+
+def test_fit_tcp_mem_never_lowers_the_host_values(ram, dropin):
+    host = ram(32, '500000 2000000 3000000')
+    result = dropin(buffers(BUFFER_10G_98), memory_guard=guard(fit_tcp_mem=True))
+    assert result['warning_msgs'] == []
+    assert 'net.ipv4.tcp_mem' not in result['settings']
+    assert host.proc.get('net.ipv4.tcp_mem') == '500000 2000000 3000000'
+    host.proc.set('net.ipv4.tcp_mem', '500000 600000 3000000')           # only the pressure is too low
+    dropin(buffers(BUFFER_10G_98), memory_guard=guard(fit_tcp_mem=True))
+    assert host.proc.get('net.ipv4.tcp_mem') == '500000 957032 3000000'
+
+
+def test_fit_tcp_mem_follows_the_collections_own_inputs_down(ram, dropin):
+    host = ram(32, TCP_MEM_32G)
+    dropin(buffers(BUFFER_10G_98), memory_guard=guard(fit_tcp_mem=True))
+    assert host.proc.get('net.ipv4.tcp_mem') == '393216 957032 1435548'
+    # then 1 flow: 239258 pages fit below the host's own pressure, so the raise is taken back
+    result = dropin(buffers(BUFFER_10G_98), memory_guard=guard(flows=1, fit_tcp_mem=True))
+    assert result['changed'] is True
+    assert host.proc.get('net.ipv4.tcp_mem') == '393216 524288 786432'
+    assert 'net.ipv4.tcp_mem = 393216 524288 786432\n' in read(host.path)
+    assert dropin(buffers(BUFFER_10G_98), memory_guard=guard(flows=1, fit_tcp_mem=True))['changed'] is False
+
+
+def test_fit_tcp_mem_check_mode_predicts(ram, dropin):
+    host = ram(32, TCP_MEM_32G)
+    result = dropin(buffers(BUFFER_10G_98), memory_guard=guard(fit_tcp_mem=True), _ansible_check_mode=True,
+                    _ansible_diff=True)
+    assert result['rc'] == 0 and result['changed'] is True
+    info = result['settings']['net.ipv4.tcp_mem']
+    assert info['status'] == 'changed' and info['wanted'] == '393216 957032 1435548'
+    assert info['after'] == '393216 524288 786432'
+    assert 'net.ipv4.tcp_mem = 393216 524288 786432\n' in result['diff'][1]['before']
+    assert 'net.ipv4.tcp_mem = 393216 957032 1435548\n' in result['diff'][1]['after']
+    assert 'net.ipv4.tcp_mem = 393216 957032 1435548\n' in result['diff'][0]['after']
+    assert host.proc.get('net.ipv4.tcp_mem') == '393216 524288 786432'
+    assert not os.path.exists(host.path) and not os.path.exists(host.state_dir)
+
+
+def test_absent_restores_tcp_mem(ram, dropin):
+    host = ram(32, TCP_MEM_32G)
+    dropin(buffers(BUFFER_10G_98), memory_guard=guard(fit_tcp_mem=True))
+    result = dropin(state='absent')
+    assert result['rc'] == 0
+    assert result['restored']['net.ipv4.tcp_mem'] == '393216 524288 786432'
+    assert host.proc.get('net.ipv4.tcp_mem') == '393216 524288 786432'
+    assert not os.path.exists(host.path) and not os.path.exists(host.state_file)
+
+
+def test_fit_tcp_mem_in_a_container_is_skipped_with_a_warning(ram, container, dropin):
+    ram(32, TCP_MEM_32G)
+    container.proc.readonly('net.ipv4.tcp_mem', TCP_MEM_32G)               # host-wide: read-only in a container
+    result = dropin(buffers(BUFFER_10G_98), memory_guard=guard(fit_tcp_mem=True))
+    assert result['rc'] == 0, result
+    assert result['skipped_keys']['net.ipv4.tcp_mem'] == NAMESPACE_REASON
+    assert container.proc.get('net.ipv4.tcp_mem') == '393216 524288 786432'
+    assert 'net.ipv4.tcp_mem =' not in read(container.path)
+    assert 'net.ipv4.tcp_mem was not set to 393216 957032 1435548: %s.' % NAMESPACE_REASON in result['warning_msgs']
+    # not raised, so the warning against the live value is shown
+    assert any(msg.startswith('4 flows x 980000000-byte buffers need 3738 MiB') for msg in result['warning_msgs'])
+    assert container.proc.get('net.ipv4.tcp_rmem') == '4096 131072 980000000'   # per-namespace keys still set
+    strict = dropin(buffers(BUFFER_10G_98), memory_guard=guard(fit_tcp_mem=True), strict=True)
+    assert strict['rc'] == 1 and 'net.ipv4.tcp_mem (%s)' % NAMESPACE_REASON in strict['msg']
+
+
+def test_flows_as_a_string_of_digits(ram, dropin):
+    ram(32, TCP_MEM_32G)
+    result = dropin(buffers(BUFFER_10G_98), memory_guard=guard(flows='4'))
+    assert result['rc'] == 0 and result['memory']['flows'] == 4
+    bad = dropin(buffers(BUFFER_10G_98), memory_guard=guard(flows=0))
+    assert bad['rc'] == 1 and bad['msg'].startswith('memory_guard: memory_guard.flows: 0 is not usable')
+
+
+def test_fit_tcp_mem_refuses_tcp_mem_in_the_settings(ram, dropin):
+    host = ram(32, TCP_MEM_32G)
+    result = dropin(buffers(BUFFER_10G_98) + [{'key': 'net.ipv4.tcp_mem', 'value': '1 2 3'}],
+                    memory_guard=guard(fit_tcp_mem=True))
+    assert result['rc'] == 1
+    assert result['msg'] == ('memory_guard: fit_tcp_mem sets net.ipv4.tcp_mem itself; remove that key from the '
+                             'settings or set fit_tcp_mem to false.')
+    assert not os.path.exists(host.path)
+
+
+def test_unreadable_meminfo_checks_tcp_mem_only(ram, dropin, monkeypatch, tmp_path):
+    host = ram(32, TCP_MEM_32G)
+    monkeypatch.setattr(sysctl_dropin, 'MEMINFO', str(tmp_path / 'missing'))
+    result = dropin(buffers(BUFFER_10G_98), memory_guard=guard(fit_tcp_mem=True))
+    assert result['rc'] == 0
+    assert result['warning_msgs'][0] == ('memory_guard: could not read MemTotal from %s on this host, so that check '
+                                         'was left out and net.ipv4.tcp_mem is not changed.' % (tmp_path / 'missing'))
+    assert result['warning_msgs'][1].startswith('4 flows x 980000000-byte buffers need 3738 MiB')
+    assert host.proc.get('net.ipv4.tcp_mem') == '393216 524288 786432'
+
+
+def test_without_memory_guard_nothing_is_read(host, dropin, monkeypatch):
+    monkeypatch.setattr(sysctl_dropin, 'mem_total_bytes', lambda: pytest.fail('meminfo read'))
+    result = dropin(BUFFERS)
+    assert result['rc'] == 0 and 'memory' not in result
