@@ -10,6 +10,7 @@ by tcp_buffers_state=absent. Whatever happens, the test puts every key back as i
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -128,3 +129,26 @@ def test_bad_input_fails_before_any_change(host, extra, message):
     assert message in output, output
     assert dict((key, read(key)) for key in KEYS) == before
     assert not any(os.path.exists(path) for path in files.values())
+
+
+def test_a_failed_rollback_step_does_not_stop_the_others(host):
+    """bbr's rollback fails (its record asks for an algorithm the kernel refuses); tcp_buffers is still rolled back,
+    the run fails at the end naming the step, and a second rollback finishes once the cause is gone."""
+    before, files, run = host
+    run()
+    bbr_record = os.path.join('/var/lib/bdp_wan_tune', os.path.basename(files['bbr_sysctl_file']) + '.json')
+    with open(bbr_record, 'w') as handle:       # what was there before: an algorithm this kernel does not have
+        json.dump({'original': {'net.ipv4.tcp_congestion_control': 'nosuchcc'}, 'file_existed': False}, handle)
+    try:
+        output, _changed = run('-e', 'wan_tune_state=absent', expect_rc=2)
+        assert 'The rollback is incomplete on controller: bbr: Restoring net.ipv4.tcp_congestion_control to nosuchcc ' \
+               'failed' in output, output
+        # the buffers were rolled back all the same, and the bbr file stays for the retry
+        assert not os.path.exists(files['tcp_buffers_sysctl_file'])
+        for key in KEYS:
+            assert read(key) == before[key], '%s not restored' % key
+        assert os.path.exists(files['bbr_sysctl_file'])
+    finally:
+        os.unlink(bbr_record)
+    output, changed = run('-e', 'wan_tune_state=absent')
+    assert not os.path.exists(files['bbr_sysctl_file'])
