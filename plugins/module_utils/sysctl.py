@@ -124,7 +124,8 @@ def boot_order(dirs=None, conf=None):
 
 def overrides(own_path, wanted, dirs=None, conf=None):
     """Entries in files applied after ``own_path`` that set one of ``wanted`` (dict key -> value)
-    to another value, so the boot-time result would differ from ours."""
+    to another value, so the boot-time result would differ from ours. ``file`` is the file to edit;
+    ``via`` is the link in the boot order where it is read through a symlink."""
     conf = SYSCTL_CONF if conf is None else conf
     order = boot_order(dirs, conf)
     own_real = os.path.realpath(own_path)
@@ -149,7 +150,10 @@ def overrides(own_path, wanted, dirs=None, conf=None):
             continue
         for key, value in entries:
             if key in wanted and value != normalize_value(wanted[key]):
-                found.append({'file': path, 'key': key, 'value': value, 'ours': normalize_value(wanted[key])})
+                item = {'file': path, 'key': key, 'value': value, 'ours': normalize_value(wanted[key])}
+                if os.path.islink(path):     # name the file to edit: 99-sysctl.conf -> ../sysctl.conf on Debian 12
+                    item.update(file=os.path.realpath(path), via=path)
+                found.append(item)
     return found
 
 

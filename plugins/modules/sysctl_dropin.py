@@ -209,7 +209,8 @@ overrides:
   returned: always
   type: list
   elements: dict
-  sample: [{"file": "/etc/sysctl.conf", "key": "net.core.rmem_max", "value": "8388608", "ours": "49000000"}]
+  sample: [{"file": "/etc/sysctl.conf", "via": "/etc/sysctl.d/99-sysctl.conf", "key": "net.core.rmem_max",
+            "value": "8388608", "ours": "49000000"}]
 restored:
   description: With O(state=absent), the keys set back to their recorded values.
   returned: when state is absent
@@ -489,9 +490,10 @@ class DropIn(object):
         wanted = dict((key, value) for key, value, comment in entries)
         self.result['overrides'] = sysctl.overrides(self.path, wanted)
         for item in self.result['overrides']:
-            self.module.warn('%(file)s sets %(key)s = %(value)s and is applied after this file at boot, so the host '
-                             'will come up with %(value)s instead of %(ours)s; remove that line or the key from it.'
-                             % item)
+            via = ' (read at boot through %s)' % item['via'] if item.get('via') else ''
+            self.module.warn('%s sets %s = %s and is applied after this file at boot%s, so the host will come up with '
+                             '%s instead of %s; remove that line or the key from it.'
+                             % (item['file'], item['key'], item['value'], via, item['value'], item['ours']))
 
     def absent(self):
         old_text = self.read_file()

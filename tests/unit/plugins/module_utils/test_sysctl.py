@@ -340,7 +340,8 @@ def test_overrides_with_99_sysctl_conf_link_for_a_90_file(etc):
     os.symlink('../sysctl.conf', link)
     own = _own_file(etc)
     found = sysctl.overrides(own, OURS, etc.dirs, etc.conf)
-    assert found == [{'file': link, 'key': 'net.core.rmem_max', 'value': '4194304', 'ours': '49000000'}]
+    assert found == [{'file': os.path.realpath(etc.conf), 'via': link, 'key': 'net.core.rmem_max', 'value': '4194304',
+                      'ours': '49000000'}]
 
 
 # --------------------------------------------------------------------------- rendering
