@@ -16,8 +16,10 @@ description:
   - Applies only those keys live (no blanket C(sysctl --system)), reads them back and fails if the kernel
     did not take a value. A failed apply is rolled back (live values and file), so the host is never left
     half-configured.
-  - Keys marked O(settings[].floor) never lower a value the host already has higher, unless
-    O(allow_lower=true). Multi-value keys such as C(net.ipv4.tcp_rmem) compare whitespace-normalised, and a
+  - Keys marked O(settings[].floor) never go below what the host had before this module first changed them
+    (recorded in O(state_dir)), unless O(allow_lower=true). While the live value is still this file's own, the
+    floor is that recorded value, so lower inputs lower the module's own earlier values; a live value someone else
+    set since is the floor instead. Multi-value keys such as C(net.ipv4.tcp_rmem) compare whitespace-normalised, and a
     V(null) field keeps the host's current field.
   - Inside a container or any non-initial network namespace, keys owned by the host kernel (for example
     C(net.core.rmem_max)) are read-only. They are skipped with a warning naming the key and left out of the
@@ -71,7 +73,7 @@ options:
     type: str
     default: ''
   allow_lower:
-    description: Let O(settings[].floor) keys lower values the host already has higher.
+    description: Let O(settings[].floor) keys go below what the host had before the first change.
     type: bool
     default: false
   strict:
