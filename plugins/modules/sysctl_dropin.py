@@ -180,7 +180,10 @@ initial_netns:
   type: bool
   sample: true
 settings:
-  description: Per key, the live value before and after and what happened to it.
+  description:
+    - Per key, the live value before and after and what happened to it.
+    - A key this file set before but no longer manages (left out of O(settings) since) is set back to the value the
+      host had before the first change, while its live value is still this file's own; it has C(given_back=true).
   returned: always
   type: dict
   sample:
@@ -422,7 +425,24 @@ class DropIn(object):
             self.fail('strict is set and these keys cannot be set here: %s. Nothing was changed. Run on the host '
                       '(initial network namespace) or set strict=false to skip them with a warning.'
                       % '; '.join(strict_errors))
+        changes += self.plan_given_back(seen)
         return entries, changes
+
+    def plan_given_back(self, managed):
+        """Keys this file set before but no longer manages (companions or tcp_mem switched off) go back to what
+        the host had, as long as their live value is still this file's own."""
+        previous = dict(sysctl.parse_conf(self.read_file() or ''))
+        back = []
+        for key, original in sorted(self.record.get('original', {}).items()):
+            if key in managed or original is None or key not in previous:
+                continue
+            current = sysctl.read_live(key)
+            if current != previous[key] or self.skip_reason(key, original, current):
+                continue
+            self.result['settings'][key] = {'before': current, 'after': current, 'wanted': original,
+                                            'status': 'changed', 'given_back': True}
+            back.append(key)
+        return back
 
     def content(self, entries):
         header = self.params['header']
@@ -457,6 +477,11 @@ class DropIn(object):
                     wrong.append('%s is %r, wanted %r' % (key, info['after'], info['wanted']))
             if wrong:
                 raise RuntimeError('the kernel did not take: %s' % '; '.join(wrong))
+            given_back = [key for key in changes if self.result['settings'][key].get('given_back')]
+            if given_back:
+                for key in given_back:
+                    del originals[key]
+                files.save_record(self.module, self.state_file, state)
         except (IOError, OSError, RuntimeError) as exc:
             self.rollback(written, old_text)
             self.fail('Applying %s failed and was rolled back (file and live values restored): %s. Check the value '
@@ -522,10 +547,10 @@ class DropIn(object):
             except (IOError, OSError) as exc:
                 failed[key] = 'Restoring %s to %s failed: %s' % (key, value, exc)
         if failed:
+            # the file and the whole record stay: a reboot before the retry brings back this file's values, and
+            # the retry restores every key whose live value is still this file's own
             for key in failed:
                 del self.result['restored'][key]
-            state['original'] = dict((key, value) for key, value in state.get('original', {}).items() if key in failed)
-            files.save_record(self.module, self.state_file, state)
             self.fail('%s. The other keys were restored; %s and the record of the failed keys were kept so that a '
                       'second rollback can retry.' % ('; '.join(failed[key] for key in sorted(failed)), self.path))
         if old_text is not None:

@@ -262,6 +262,41 @@ def _change_qdisc(module, result, name, before, after, commands):
     return None
 
 
+def lower_devices(name):
+    """The devices below a bond, bridge port list, VLAN or macvlan (/sys/class/net/NAME/lower_*)."""
+    try:
+        return sorted(entry[len('lower_'):] for entry in os.listdir('/sys/class/net/%s' % name)
+                      if entry.startswith('lower_'))
+    except OSError:
+        return []
+
+
+def queued(module, names, found, seen=None):
+    """The interfaces whose queues carry the traffic of ``names``: a device without a queue of its own (noqueue,
+    as the kernel gives bonds, bridges, VLANs, WireGuard) is replaced by its lower devices, whose queues its packets
+    go through; one with none is left out with a warning (fq on it would be a root fq the kernel drops again at
+    every boot)."""
+    seen = set() if seen is None else seen
+    result = []
+    for name in names:
+        if name in seen:
+            continue
+        seen.add(name)
+        tree = found.get(name) or qdisc.Tree(name, [])
+        if not (tree.default and tree.kind == 'noqueue'):
+            result.append(name)
+            continue
+        lower = lower_devices(name)
+        if lower:
+            module.warn('%s has no queue of its own (%s); fq goes on the devices below it: %s.'
+                        % (name, tree.kind, ', '.join(lower)))
+            result += queued(module, lower, found, seen)
+        else:
+            module.warn('%s has no queue of its own (%s) and no device below it; it is left without fq (BBR paces '
+                        'its flows itself on Linux 4.13 and later).' % (name, tree.kind))
+    return result
+
+
 def set_qdiscs(module, result):
     """Put fq on every TX queue of the interfaces (under mq on a multiqueue NIC); record what each had."""
     names = module.params['interfaces'] or default_route_interfaces()
@@ -273,7 +308,7 @@ def set_qdiscs(module, result):
     tc = _tc(module, names, result)
     record = files.load_record(qdisc_record(module))
     found = qdisc_trees(module, tc) if names else {}
-    for name in names:
+    for name in queued(module, names, found):
         before = found.get(name) or qdisc.Tree(name, [])
         if before.has('fq'):
             result['interfaces'][name] = {'before': before.describe(), 'after': before.describe()}

@@ -135,20 +135,31 @@ def test_a_failed_rollback_step_does_not_stop_the_others(host):
     """bbr's rollback fails (its record asks for an algorithm the kernel refuses); tcp_buffers is still rolled back,
     the run fails at the end naming the step, and a second rollback finishes once the cause is gone."""
     before, files, run = host
+    cc = 'net.ipv4.tcp_congestion_control'
     run()
     bbr_record = os.path.join('/var/lib/bdp_wan_tune', os.path.basename(files['bbr_sysctl_file']) + '.json')
-    with open(bbr_record, 'w') as handle:       # what was there before: an algorithm this kernel does not have
-        json.dump({'original': {'net.ipv4.tcp_congestion_control': 'nosuchcc'}, 'file_existed': False}, handle)
-    try:
-        output, _changed = run('-e', 'wan_tune_state=absent', expect_rc=2)
-        assert 'The rollback is incomplete on controller: bbr: Restoring net.ipv4.tcp_congestion_control to nosuchcc ' \
-               'failed' in output, output
-        # the buffers were rolled back all the same, and the bbr file stays for the retry
-        assert not os.path.exists(files['tcp_buffers_sysctl_file'])
-        for key in KEYS:
+    record = {'original': {}}
+    if os.path.exists(bbr_record):
+        with open(bbr_record) as handle:
+            record = json.load(handle)
+    real = dict(record, original=dict(record.get('original', {}), **{cc: before[cc]}))
+    broken = dict(record, original=dict(record.get('original', {}), **{cc: 'nosuchcc'}))
+
+    def write_record(content):
+        with open(bbr_record, 'w') as handle:
+            json.dump(content, handle)
+
+    write_record(broken)            # what was there before: an algorithm this kernel does not have
+    output, _changed = run('-e', 'wan_tune_state=absent', expect_rc=2)
+    assert 'The rollback is incomplete on controller: bbr: Restoring %s to nosuchcc failed' % cc in output, output
+    # the buffers were rolled back all the same; the bbr file stays for the retry, with bbr live
+    assert not os.path.exists(files['tcp_buffers_sysctl_file'])
+    for key in KEYS:
+        if key != cc:
             assert read(key) == before[key], '%s not restored' % key
-        assert os.path.exists(files['bbr_sysctl_file'])
-    finally:
-        os.unlink(bbr_record)
+    assert read(cc) == 'bbr'
+    assert os.path.exists(files['bbr_sysctl_file'])
+    write_record(real)              # the cause is fixed: the retry finishes
     output, changed = run('-e', 'wan_tune_state=absent')
-    assert not os.path.exists(files['bbr_sysctl_file'])
+    assert not os.path.exists(files['bbr_sysctl_file']) and not os.path.exists(bbr_record)
+    assert read(cc) == before[cc]

@@ -679,10 +679,11 @@ def test_absent_failing_restore_keeps_the_file(host, dropin, monkeypatch):
     assert 'The other keys were restored' in result['msg']
     assert 'were kept so that a second rollback can retry' in result['msg']
     assert os.path.exists(host.path)
-    # every other key was restored, and only the failed key is still recorded
+    # every other key was restored; the file and the whole record stay (a reboot before the retry would bring
+    # this file's values back, and the retry must still know what the host had)
     assert host.proc.get('net.core.rmem_max') == '212992'
     with open(host.state_file) as handle:
-        assert json.load(handle)['original'] == {'net.ipv4.tcp_rmem': '4096 131072 6291456'}
+        assert json.load(handle)['original'] == {'net.core.rmem_max': '212992', 'net.ipv4.tcp_rmem': '4096 131072 6291456'}
     monkeypatch.setattr(sysctl, 'write_live', working)      # the cause is fixed: a second rollback finishes
     retry = dropin(state='absent')
     assert retry['rc'] == 0 and retry['restored'] == {'net.ipv4.tcp_rmem': '4096 131072 6291456'}
@@ -971,3 +972,32 @@ def test_without_memory_guard_nothing_is_read(host, dropin, monkeypatch):
     monkeypatch.setattr(sysctl_dropin, 'mem_total_bytes', lambda: pytest.fail('meminfo read'))
     result = dropin(BUFFERS)
     assert result['rc'] == 0 and 'memory' not in result
+
+
+def test_a_key_no_longer_managed_goes_back_to_the_host_value(host, dropin):
+    """tcp_buffers_companions (or fit_tcp_mem) switched off: the key leaves the file and gets the host's value back."""
+    with_backlog = buffers(98000000) + [{'key': 'net.core.netdev_max_backlog', 'value': 2500, 'floor': True}]
+    dropin(with_backlog)
+    assert host.proc.get('net.core.netdev_max_backlog') == '2500'
+    check = dropin(buffers(98000000), _ansible_check_mode=True)
+    assert check['changed'] is True and host.proc.get('net.core.netdev_max_backlog') == '2500'
+    assert check['settings']['net.core.netdev_max_backlog'] == {
+        'before': '2500', 'after': '2500', 'wanted': '1000', 'status': 'changed', 'given_back': True}
+    result = dropin(buffers(98000000))
+    assert result['changed'] is True
+    assert host.proc.get('net.core.netdev_max_backlog') == '1000'
+    with open(host.path) as handle:
+        assert 'netdev_max_backlog' not in handle.read()
+    with open(host.state_file) as handle:
+        assert 'net.core.netdev_max_backlog' not in json.load(handle)['original']
+    assert dropin(buffers(98000000))['changed'] is False
+    # and the rollback still restores the keys the file manages
+    assert dropin(state='absent')['restored'] == {'net.core.rmem_max': '212992', 'net.ipv4.tcp_rmem': '4096 131072 6291456'}
+
+
+def test_a_key_no_longer_managed_that_someone_changed_is_left_alone(host, dropin):
+    dropin(buffers(98000000) + [{'key': 'net.core.netdev_max_backlog', 'value': 2500, 'floor': True}])
+    host.proc.set('net.core.netdev_max_backlog', '5000')          # the admin's since
+    result = dropin(buffers(98000000))
+    assert 'net.core.netdev_max_backlog' not in result['settings']
+    assert host.proc.get('net.core.netdev_max_backlog') == '5000'

@@ -740,12 +740,27 @@ def test_available_records_the_qdiscs_it_replaces(kernel, net, tmp_path):
     module = StubModule(tmp_path, interfaces=['ens3', 'wan0', 'lo'], respond=net)
     result = tcp_congestion.available(module)
     assert result['changed'] is True
+    # lo has no queue (noqueue) and nothing below it: left alone, with a warning
     assert result['interfaces'] == {'ens3': {'before': 'fq_codel', 'after': 'fq'},
-                                    'wan0': {'before': 'fq', 'after': 'fq'},
-                                    'lo': {'before': 'noqueue', 'after': 'fq'}}
-    assert record_of(module) == {'ens3': 'fq_codel', 'lo': 'noqueue'}
-    assert net.state() == dict(STOCK, ens3='fq 8002:', wan0='fq 8001:', lo='fq 8003:')
-    assert module.commands == [SHOW, tc('replace dev ens3 root fq'), tc('replace dev lo root fq')]
+                                    'wan0': {'before': 'fq', 'after': 'fq'}}
+    assert record_of(module) == {'ens3': 'fq_codel'}
+    assert net.state() == dict(STOCK, ens3='fq 8002:', wan0='fq 8001:')
+    assert module.commands == [SHOW, tc('replace dev ens3 root fq')]
+    assert module.warnings == ['lo has no queue of its own (noqueue) and no device below it; it is left without fq '
+                               '(BBR paces its flows itself on Linux 4.13 and later).']
+
+
+def test_available_puts_fq_on_the_devices_below_a_device_without_a_queue(kernel, net, tmp_path, monkeypatch):
+    # a bond (noqueue, like bridges and VLANs) on ens3 and the multiqueue ens4: fq goes where the packets queue
+    fq_kernel(kernel)
+    net.add('bond0', default='noqueue')
+    monkeypatch.setattr(tcp_congestion, 'lower_devices', lambda name: ['ens3', 'ens4'] if name == 'bond0' else [])
+    module = StubModule(tmp_path, interfaces=['bond0'], respond=net)
+    result = tcp_congestion.available(module)
+    assert result['interfaces'] == {'ens3': {'before': 'fq_codel', 'after': 'fq'},
+                                    'ens4': {'before': 'mq/fq_codel', 'after': 'mq/fq'}}
+    assert module.warnings == ['bond0 has no queue of its own (noqueue); fq goes on the devices below it: ens3, ens4.']
+    assert record_of(module) == {'ens3': 'fq_codel', 'ens4': 'mq/fq_codel'}
 
 
 def test_available_puts_fq_under_mq_on_a_multiqueue_nic(kernel, net, tmp_path):
@@ -914,8 +929,10 @@ def test_absent_after_available_restores_the_kernel_default(kernel, net, tmp_pat
     net.add('wan0')
     net.run('replace dev wan0 root fq')              # fq that was there before
     tcp_congestion.available(StubModule(tmp_path, interfaces=['ens3', 'ens4', 'wan0', 'lo'], respond=net))
-    assert net.state() == {'lo': 'fq 8005:', 'ens3': 'fq 8002:', 'ens4': 'mq 1: fq 8004: fq 8003:',
+    assert net.state() == {'lo': 'noqueue 0:', 'ens3': 'fq 8002:', 'ens4': 'mq 1: fq 8004: fq 8003:',
                            'wan0': 'fq 8001:'}
+    write_record(StubModule(tmp_path), dict(record_of(StubModule(tmp_path)), lo='noqueue'))   # by an older version
+    net.run('replace dev lo root fq')
     module = StubModule(tmp_path, state='absent', respond=net)
     write_modules_load_file(module)
     result = tcp_congestion.absent(module)
