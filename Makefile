@@ -9,13 +9,13 @@ MTU ?= 9000
 DURATION ?= 15
 INVENTORY ?=
 
-.PHONY: help setup image demo test lint sanity units molecule host-test lab-test jumbo-test benchmark clean
+.PHONY: help setup image vm-image demo test lint sanity units molecule host-test lab-test jumbo-test vm-test benchmark clean
 
 help:
 	@echo "make demo [RATE=1g RTT=98 LOSS=0 MTU=9000 DURATION=15] [INVENTORY=path]"
 	@echo "                                            set up, then show before/after tuning over the lab link (or tune your inventory)"
 	@echo "make test                                    set up, then run every check CI runs"
-	@echo "make lint | sanity | units | molecule | host-test | lab-test | jumbo-test   one part of the tests"
+	@echo "make lint | sanity | units | molecule | host-test | lab-test | jumbo-test | vm-test   one part of the tests"
 	@echo "make benchmark [BENCH_ARGS=--quick]        the WAN-lab scenario matrix: docs/benchmarks.md, JSON and PNG"
 
 setup:
@@ -24,11 +24,14 @@ setup:
 image: setup
 	@bash scripts/build-image.sh
 
+vm-image: setup
+	@bash scripts/build-vm.sh
+
 demo: setup
 	@RATE='$(RATE)' RTT='$(RTT)' LOSS='$(LOSS)' MTU='$(MTU)' DURATION='$(DURATION)' INVENTORY='$(INVENTORY)' \
 		bash scripts/demo.sh
 
-test: image
+test: image vm-image
 	@bash scripts/test.sh all
 
 lint: setup
@@ -51,6 +54,9 @@ lab-test: image
 
 jumbo-test: image
 	@bash scripts/test.sh jumbo
+
+vm-test: vm-image
+	@bash scripts/test.sh vm
 
 benchmark: setup
 	@bash -c '. scripts/env.sh && python tests/lab/benchmark.py $(BENCH_ARGS)'

@@ -5,7 +5,7 @@
 # The image is labelled with the sha256 of this script; when an image with
 # the same label exists the build is skipped.  Editing this script rebuilds.
 #   FORCE=1 scripts/build-image.sh      rebuild anyway
-#   DEBIAN_MIRROR=http://... scripts/build-image.sh   override the mirror
+#   DEBIAN_MIRROR=URL scripts/build-image.sh   override the mirror (default: the one apt uses here)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -19,7 +19,7 @@ export CONTAINERS_CONF="${CONTAINERS_CONF:-$ROOT/scripts/containers.conf}"
 
 log() { printf 'build-image: %s\n' "$*"; }
 
-HASH="$(sha256sum "${BASH_SOURCE[0]}" | cut -c1-16)"
+HASH="$(cat "${BASH_SOURCE[0]}" "$ROOT/scripts/debian-mirror.sh" | sha256sum | cut -c1-16)"
 
 if [ "${FORCE:-0}" != "1" ] && podman image exists "$IMAGE"; then
     have="$(podman image inspect --format "{{ index .Labels \"$LABEL\" }}" "$IMAGE" 2>/dev/null || true)"
@@ -30,45 +30,17 @@ if [ "${FORCE:-0}" != "1" ] && podman image exists "$IMAGE"; then
     log "$IMAGE has $LABEL='$have', want $HASH: rebuilding"
 fi
 
-# The Debian mirror this machine's apt uses (one-line .list or deb822
-# .sources format); comments are ignored.
-find_mirror() {
-    local f
-    shopt -s nullglob
-    for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-        [ -r "$f" ] || continue
-        awk -v suite="$SUITE" '
-            /^[[:space:]]*deb[[:space:]]/ {
-                i = 2
-                if ($i ~ /^\[/) { while (i <= NF && $i !~ /\]$/) i++; i++ }
-                if ($(i + 1) == suite) { print $i; exit }
-            }' "$f"
-    done
-    for f in /etc/apt/sources.list.d/*.sources; do
-        [ -r "$f" ] || continue
-        grep -v '^[[:space:]]*#' "$f" | awk -v suite="$SUITE" '
-            BEGIN { RS = ""; FS = "\n" }
-            {
-                uri = ""; ok = 0
-                for (i = 1; i <= NF; i++) {
-                    if ($i ~ /^URIs:/)   { split($i, a, /[[:space:]]+/); uri = a[2] }
-                    if ($i ~ /^Suites:/) { n = split($i, s, /[[:space:]]+/)
-                                           for (j = 2; j <= n; j++) if (s[j] == suite) ok = 1 }
-                }
-                if (ok && uri != "") { print uri; exit }
-            }'
-    done
-    shopt -u nullglob
-}
-MIRROR="${DEBIAN_MIRROR:-$(find_mirror | head -n1)}"
-MIRROR="${MIRROR:-http://deb.debian.org/debian}"
+# shellcheck source=scripts/debian-mirror.sh
+. "$ROOT/scripts/debian-mirror.sh"
+MIRROR="$(debian_mirror)"
 
 start=$(date +%s)
-log "debootstrap $SUITE from $MIRROR into $ROOTFS (about 1-2 min)"
+log "debootstrap $SUITE${MIRROR:+ from $MIRROR} into $ROOTFS (about 1-2 min)"
 rm -rf "$ROOTFS"
 mkdir -p "$ROOT/.cache"
 trap 'rm -rf "$ROOTFS"' EXIT
-if ! debootstrap --variant=minbase --include="$PACKAGES" "$SUITE" "$ROOTFS" "$MIRROR" \
+# shellcheck disable=SC2086  # no mirror argument: debootstrap's default
+if ! debootstrap --variant=minbase --include="$PACKAGES" "$SUITE" "$ROOTFS" $MIRROR \
     >"$ROOT/.cache/debootstrap.log" 2>&1; then
     tail -n 30 "$ROOT/.cache/debootstrap.log" >&2
     [ -f "$ROOTFS/debootstrap/debootstrap.log" ] && tail -n 30 "$ROOTFS/debootstrap/debootstrap.log" >&2

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every check of the project; `make test` runs them all (CI: .ci/run).
-#   scripts/test.sh all | lint | sanity | units | molecule | host | lab | jumbo
+#   scripts/test.sh all | lint | sanity | units | molecule | host | lab | jumbo | vm
 set -euo pipefail
 # shellcheck source=scripts/env.sh
 . "$(dirname "${BASH_SOURCE[0]}")/env.sh"
@@ -49,9 +49,14 @@ jumbo() {
     bash scripts/molecule.sh jumbo_mtu
 }
 
+vm() {
+    stage "real-kernel VMs: Debian 12 and 13 with Debian's kernels (check mode, converge, reboots, rollback, jumbo)"
+    python -m pytest tests/vm -q -p no:cacheprovider
+}
+
 started=$(date +%s)
 case "${1:-all}" in
-    all) lint; sanity; units; molecule_default; host; lab; jumbo ;;
+    all) lint; sanity; units; molecule_default; host; lab; jumbo; vm ;;
     lint) lint ;;
     sanity) sanity ;;
     units) units ;;
@@ -59,6 +64,7 @@ case "${1:-all}" in
     host) host ;;
     lab) lab ;;
     jumbo) jumbo ;;
-    *) echo "usage: $0 all|lint|sanity|units|molecule|host|lab|jumbo" >&2; exit 2 ;;
+    vm) vm ;;
+    *) echo "usage: $0 all|lint|sanity|units|molecule|host|lab|jumbo|vm" >&2; exit 2 ;;
 esac
 stage "done in $(( $(date +%s) - started )) s"

@@ -1,0 +1,286 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, bdp.wan_tune contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Real-kernel test VMs: Debian with Debian's own kernel under qemu (KVM where it works, else TCG).
+
+Disk images come from scripts/build-vm.sh (.cache/vm/SUITE). Each VM boots a throw-away qcow2
+overlay over the pristine image, so every test session starts from a stock host. Ansible and the
+tests reach it over SSH on a loopback-forwarded port; a second NIC sits on a tap device on this
+machine with addresses in 198.18.0.0/15 (multiqueue when asked), and qemu's user network is
+restricted (restrict=on): the guest reaches nothing but the forwarded port.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CACHE = os.path.join(ROOT, '.cache', 'vm')
+KVM_BROKEN = os.path.join(CACHE, 'kvm-broken')
+CONTROL_MAC = '52:54:00:bd:00:01'   # matched by the image's 10-control.network (DHCP)
+SSH_OPTS = ['-o', 'StrictHostKeyChecking=no', '-o', 'UserKnownHostsFile=/dev/null', '-o', 'LogLevel=ERROR',
+            '-o', 'ConnectTimeout=5', '-o', 'BatchMode=yes', '-o', 'ServerAliveInterval=5']
+
+
+class VMError(RuntimeError):
+    pass
+
+
+_ACCEL = []   # the accelerator that worked in this process: KVM is tried once, TCG after a failure
+
+
+class KvmBroken(VMError):
+    pass
+
+
+def accelerator():
+    """'kvm' where /dev/kvm opens (and has not failed in this process), else 'tcg'; BDP_VM_ACCEL overrides.
+
+    Nested KVM can open /dev/kvm and then fail inside the guest ("KVM internal error"); VM.start()
+    notices that within seconds and boots again with TCG."""
+    if os.environ.get('BDP_VM_ACCEL') in ('tcg', 'kvm'):
+        return os.environ['BDP_VM_ACCEL']
+    if _ACCEL:
+        return _ACCEL[0]
+    if files_text(KVM_BROKEN) == os.uname()[2]:
+        return 'tcg'
+    return 'kvm' if os.access('/dev/kvm', os.R_OK | os.W_OK) else 'tcg'
+
+
+def files_text(path):
+    try:
+        with open(path, errors='replace') as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
+def free_port():
+    sock = socket.socket()
+    sock.bind(('127.0.0.1', 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    return port
+
+
+class VM(object):
+    """One Debian VM. ``wan`` = (tap name, host address/prefix, guest address/prefix, queues) or None."""
+
+    def __init__(self, suite, workdir, wan=None, memory=1024, cpus=2):
+        self.suite = suite
+        self.image = os.path.join(CACHE, suite)
+        if not os.path.isfile(os.path.join(self.image, 'disk.img')):
+            raise VMError('no VM image for %s: run scripts/build-vm.sh %s' % (suite, suite))
+        self.workdir = workdir
+        self.wan = wan
+        self.memory = memory
+        self.cpus = cpus
+        self.port = free_port()
+        self.key = os.path.join(workdir, 'id_ed25519')
+        self.console = os.path.join(workdir, 'console.log')
+        self.qemu_err = os.path.join(workdir, 'qemu.err')
+        self.proc = None
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self, timeout=240):
+        self.accel = accelerator()
+        try:
+            self._boot(timeout)
+        except KvmBroken:
+            self.proc.kill()
+            self.proc.wait(10)
+            _ACCEL[:] = ['tcg']
+            with open(KVM_BROKEN, 'w') as handle:     # remembered for this host kernel
+                handle.write(os.uname()[2])
+            self.accel = 'tcg'
+            self._boot(timeout)
+        if not _ACCEL:
+            _ACCEL.append(self.accel)
+        if self.wan:
+            self._wan_network()
+        return self
+
+    def _boot(self, timeout):
+        os.makedirs(self.workdir, exist_ok=True)
+        shutil.copy(os.path.join(self.image, 'id_ed25519'), self.key)
+        os.chmod(self.key, 0o600)
+        disk = os.path.join(self.workdir, 'disk.qcow2')
+        subprocess.run(['qemu-img', 'create', '-q', '-f', 'qcow2', '-F', 'raw', '-b',
+                        os.path.join(self.image, 'disk.img'), disk], check=True)
+        argv = ['qemu-system-x86_64', '-accel', self.accel, '-m', str(self.memory), '-smp', str(self.cpus),
+                '-nographic', '-monitor', 'none', '-serial', 'file:%s' % self.console,
+                '-kernel', os.path.join(self.image, 'vmlinuz'), '-initrd', os.path.join(self.image, 'initrd.img'),
+                '-append', 'root=/dev/vda rw console=ttyS0 net.ifnames=1',
+                '-drive', 'file=%s,format=qcow2,if=virtio,cache=unsafe' % disk,
+                '-netdev', 'user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:%d-:22' % self.port,
+                '-device', 'virtio-net-pci,netdev=n0,mac=%s' % CONTROL_MAC]
+        if self.wan:
+            tap, host_addr, _guest, queues = self.wan
+            self._tap_up(tap, host_addr, queues)
+            netdev = 'tap,id=n1,ifname=%s,script=no,downscript=no' % tap
+            device = 'virtio-net-pci,netdev=n1,mac=%s' % self.wan_mac
+            if queues > 1:
+                netdev += ',queues=%d' % queues
+                device += ',mq=on,vectors=%d' % (2 * queues + 2)
+            argv += ['-netdev', netdev, '-device', device]
+        self.started = time.time()
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=open(self.qemu_err, 'w'))
+        self.wait_ssh(timeout)
+
+    @property
+    def wan_mac(self):
+        return '52:54:00:bd:01:%02x' % (sum(self.suite.encode()) % 256)
+
+    def _tap_up(self, tap, host_addr, queues):
+        subprocess.run(['ip', 'link', 'del', tap], capture_output=True, check=False)
+        cmd = ['ip', 'tuntap', 'add', 'dev', tap, 'mode', 'tap'] + (['multi_queue'] if queues > 1 else [])
+        subprocess.run(cmd, check=True)
+        subprocess.run(['ip', 'link', 'set', 'dev', tap, 'mtu', '9000', 'up'], check=True)
+        subprocess.run(['ip', 'addr', 'add', host_addr, 'dev', tap], check=True)
+
+    def _wan_network(self):
+        """Give the WAN NIC its address through systemd-networkd (the host's own boot machinery)."""
+        _tap, _host, guest_addr, _queues = self.wan
+        text = '[Match]\nMACAddress=%s\n\n[Network]\nAddress=%s\nLinkLocalAddressing=no\n' % (self.wan_mac, guest_addr)
+        self.ssh('cat > /etc/systemd/network/20-wan.network <<"EOF"\n%sEOF\nnetworkctl reload' % text)
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            if guest_addr.split('/')[0] in self.ssh('ip -4 -o addr show', check=False)[1]:
+                return
+            time.sleep(1)
+        raise VMError('%s: the WAN NIC did not get %s' % (self.suite, guest_addr))
+
+    def wait_ssh(self, timeout):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise VMError('qemu exited (%s): %s' % (self.proc.returncode, self._tail()))
+            if self.accel == 'kvm' and self._kvm_broken():
+                raise KvmBroken('KVM failed inside the guest')
+            rc, out, _err = self.ssh('cat /proc/sys/kernel/random/boot_id', check=False, timeout=15)
+            if rc == 0 and out.strip():
+                self.boot_id = out.strip()
+                return
+            time.sleep(2)
+        raise VMError('%s: no SSH after %d s; console: %s' % (self.suite, timeout, self._tail()))
+
+    def _kvm_broken(self):
+        """Nested KVM here either reports an internal error or hangs before the kernel prints a line."""
+        if 'KVM internal error' in (files_text(self.qemu_err) or ''):
+            return True
+        return time.time() - self.started > 20 and 'Linux version' not in (files_text(self.console) or '')
+
+    def reboot(self, timeout=240):
+        """systemctl reboot, then wait for a new boot (a different boot_id) to answer on SSH."""
+        old = self.boot_id
+        self.ssh('systemctl reboot', check=False, timeout=15)
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            time.sleep(3)
+            self.wait_ssh(max(5, deadline - time.time()))
+            if self.boot_id != old:
+                return
+        raise VMError('%s: did not reboot within %d s' % (self.suite, timeout))
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.ssh('systemctl poweroff', check=False, timeout=10)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        if self.wan:
+            subprocess.run(['ip', 'link', 'del', self.wan[0]], capture_output=True, check=False)
+
+    def _tail(self, lines=15):
+        try:
+            with open(self.console, errors='replace') as handle:
+                return ''.join(handle.readlines()[-lines:])
+        except OSError:
+            return '(no console log)'
+
+    # ------------------------------------------------------------------ access
+    def ssh(self, command, check=True, timeout=120):
+        argv = ['ssh', '-i', self.key, '-p', str(self.port)] + SSH_OPTS + ['root@127.0.0.1', command]
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+        except subprocess.TimeoutExpired:
+            if check:
+                raise VMError('%s: timed out: %s' % (self.suite, command))
+            return 255, '', 'timeout'
+        if check and proc.returncode != 0:
+            raise VMError('%s: %s failed (%d): %s%s'
+                          % (self.suite, command, proc.returncode, proc.stdout, proc.stderr))
+        return proc.returncode, proc.stdout, proc.stderr
+
+    def out(self, command):
+        return self.ssh(command)[1]
+
+    def inventory(self, path, **host_vars):
+        """A YAML inventory file with this VM as host ``vm`` and ``host_vars``."""
+        values = {'ansible_host': '127.0.0.1', 'ansible_port': self.port, 'ansible_user': 'root',
+                  'ansible_ssh_private_key_file': self.key,
+                  'ansible_ssh_common_args': ' '.join(SSH_OPTS),
+                  'ansible_python_interpreter': '/usr/bin/python3'}
+        values.update(host_vars)
+        with open(path, 'w') as handle:
+            json.dump({'all': {'hosts': {'vm': values}}}, handle, indent=2)
+        return path
+
+    def interface(self, mac):
+        """The guest's name for the NIC with ``mac``."""
+        for line in self.out('ip -o link show').splitlines():
+            if 'link/ether %s ' % mac in line:
+                return line.split(':', 2)[1].strip()
+        raise VMError('%s: no NIC with MAC %s' % (self.suite, mac))
+
+
+# Keys that change by themselves (counters, random values, per-boot numbers).
+VOLATILE = re.compile(r'^(kernel\.random\.|kernel\.ns_last_pid|kernel\.pty\.nr|fs\.(dentry-state|file-nr|inode-nr|inode-state|'
+                      r'aio-nr|quota\.)|net\.netfilter\.nf_conntrack_count|kernel\.tainted|'
+                      r'net\.ipv4\.tcp_fastopen_key|net\.ipv6\.conf\.[^.]+\.stable_secret|kernel\.core_uses_pid|'
+                      r'vm\.(stat_refresh|nr_|user_reserve_kbytes|admin_reserve_kbytes|min_free_kbytes)|kernel\.perf_event_max_sample_rate|kernel\.sched_domain)')
+
+SNAPSHOT = r"""
+echo '=== sysctl'; sysctl -a 2>/dev/null | sort
+echo '=== lsmod'; lsmod | awk 'NR > 1 { print $1 }' | sort
+echo '=== tc'; tc qdisc show
+echo '=== mtu'; ip -o link show | awk '{ print $2, $4, $5 }'
+echo '=== files'; find /etc /var/lib/bdp_wan_tune -xdev \( -type f -o -type l \) 2>/dev/null | sort | while read -r f; do
+  if [ -L "$f" ]; then echo "$f -> $(readlink "$f")"; else echo "$f $(sha256sum < "$f" | cut -c1-16)"; fi
+done
+"""
+
+
+def snapshot(vm):
+    """What the tier compares: sysctl -a (less volatile keys), loaded modules, qdiscs, MTUs, files under /etc."""
+    sections, name = {}, None
+    for line in vm.out(SNAPSHOT).splitlines():
+        if line.startswith('=== '):
+            name = line[4:]
+            sections[name] = []
+        elif name == 'sysctl' and VOLATILE.match(line):
+            continue
+        elif name:
+            sections[name].append(line)
+    return sections
+
+
+def differences(before, after, sections=None):
+    """Lines that differ per section ('-' before, '+' after), for an assertion message."""
+    found = {}
+    for name in sections or sorted(set(before) | set(after)):
+        old, new = before.get(name, []), after.get(name, [])
+        gone = [line for line in old if line not in set(new)]
+        added = [line for line in new if line not in set(old)]
+        if gone or added:
+            found[name] = ['- ' + line for line in gone] + ['+ ' + line for line in added]
+    return found
