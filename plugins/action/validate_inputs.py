@@ -5,10 +5,13 @@
 
 The variable list, types and choices come from each role's ``meta/argument_specs.yml`` (entry point ``main``),
 the defaults from its ``defaults/main.yml``; the playbook's own variables are in PLAYBOOK_OPTIONS.  A value
-from ``-e key=value`` is a string, so booleans and whole numbers are read leniently (``false``, ``4``); what the
-roles then do with them (``| bool``, ``| int``) gives the same meaning.  After the type, each variable gets its
-semantic check (rate, RTT and headroom through module_utils/bdp.py, interface names, MTU and peers through
-module_utils/linkmtu.py).  All problems of a host are reported together; nothing runs on the host.
+from ``-e key=value`` is a string, so booleans and whole numbers are also taken as strings (``false``, ``4``), but
+only as the roles then read them: a boolean is what Ansible's ``bool`` filter takes (no spaces around it).  Every
+rule of meaning is the collection's one implementation, the one the role's filter or module applies to the same
+value: rate, RTT, headroom, flows, memory share and whole numbers through module_utils/bdp.py; the MTU, interface
+names and peers through module_utils/linkmtu.py (parse_mtu, check_ifname, parse_peer, as the link_mtu module checks
+them before it changes anything); the congestion control name through module_utils/kmod.py.  Their messages are
+passed on as they are.  All problems of a host are reported together; nothing runs on the host.
 
 ``check_host()`` is the pure part: it takes the host's variables, already templated, and returns the problems.
 """
@@ -16,7 +19,6 @@ module_utils/linkmtu.py).  All problems of a host are reported together; nothing
 from __future__ import annotations
 
 import ast
-import math
 import os
 import re
 
@@ -26,6 +28,7 @@ from ansible.errors import AnsibleError
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.bdp.wan_tune.plugins.module_utils import bdp as _bdp
+from ansible_collections.bdp.wan_tune.plugins.module_utils import kmod as _kmod
 from ansible_collections.bdp.wan_tune.plugins.module_utils import linkmtu as _linkmtu
 
 ROLES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), 'roles')
@@ -41,18 +44,18 @@ PLAYBOOK_OPTIONS = {
 # Variables the playbook documents as its inputs; a role default built from one names it: tcp_buffers_rate (-e rate=...).
 PLAYBOOK_INPUTS = ('rate', 'rtt', 'mtu')
 
+# What Ansible's bool filter (ansible-core 2.19, plugins/filter/core.py) reads as true and false: these strings in any
+# case, with nothing around them, and the integers 1 and 0.  It coerces anything else with a deprecation warning
+# (' yes' to false), so anything else is refused here.
 BOOL_TRUE = ('true', 'yes', 'on', '1')
 BOOL_FALSE = ('false', 'no', 'off', '0')
 BOOL_HELP = 'true or false (also yes/no, on/off or 1/0, in any case)'
 PATH_HELP = 'an absolute path (starting with /)'
 IFNAME_HELP = 'a Linux interface name: 1 to 15 characters, no spaces, "/" or ":" (eth0, ens3, bond0.100)'
-ALGORITHM_HELP = ('the kernel name of a TCP congestion control: lower-case letters, digits and _, at most 15 '
-                  'characters (bbr, cubic, htcp)')
 LIST_HINT = (" In inventory write a YAML list (%(name)s: [a, b]); on the command line pass JSON: "
              "-e '{\"%(name)s\": [\"a\", \"b\"]}'.")
-# Whole numbers and their ranges: (lowest, highest or None, what is accepted).
+# Whole numbers read by bdp.whole_number, and their ranges: (lowest, highest or None, what is accepted).
 INT_RANGES = {
-    'tcp_buffers_flows': (1, None, 'a whole number of concurrent bulk flows, 1 or more (default 4)'),
     'jumbo_mtu_proof_port': (1, 65535, 'a TCP port: a whole number from 1 to 65535 (default 45219)'),
     'jumbo_mtu_confirm_timeout': (10, None, 'a whole number of seconds, 10 or more (default 180); the whole play '
                                             'must fit in it'),
@@ -60,30 +63,31 @@ INT_RANGES = {
     'jumbo_mtu_platform_max_mtu': (0, _linkmtu.MAX_MTU, '0 (no limit of your own) or an MTU from %d to %d'
                                    % (_linkmtu.MIN_MTU, _linkmtu.MAX_MTU)),
 }
-MAX_INT_DIGITS = 18
-# Variables parsed by module_utils/bdp.py: what they are and what is accepted.
-NUMBER_PARSERS = {
-    'tcp_buffers_rate': ('a link rate', _bdp.RATE_HELP),
-    'tcp_buffers_rtt': ('a round-trip time', _bdp.RTT_HELP),
-    'tcp_buffers_headroom': ('a number', _bdp.HEADROOM_HELP),
+# Variables read by a parser of module_utils, the function the role's filter or module reads them with:
+# (what the value is, what is accepted, parser(value, name)).  A parser's UnitError or MtuError is the message.
+PARSERS = {
+    'tcp_buffers_rate': ('a link rate', _bdp.RATE_HELP, _bdp.parse_rate),
+    'tcp_buffers_rtt': ('a round-trip time', _bdp.RTT_HELP, _bdp.parse_rtt),
+    'tcp_buffers_headroom': ('a number', _bdp.HEADROOM_HELP, _bdp.parse_headroom),
+    'tcp_buffers_flows': ('a whole number', _bdp.FLOWS_HELP, _bdp.flow_count),
+    'tcp_buffers_memory_share': ('a number', _bdp.MEMORY_SHARE_HELP, _bdp.parse_memory_share),
+    'jumbo_mtu_target': ('a whole number of bytes', _linkmtu.MTU_HELP, _linkmtu.parse_mtu),
 }
 # The files a role owns: the boot-time readers (systemd-sysctl, systemd-modules-load) only read *.conf.
 OWNED_FILES = ('bbr_sysctl_file', 'bbr_modules_load_file', 'tcp_buffers_sysctl_file')
 SYSCTL_FILES = ('bbr_sysctl_file', 'tcp_buffers_sysctl_file')
 ADMIN_SYSCTL_FILES = ('/etc/sysctl.conf',)
-_FLOAT = re.compile(r'^\s*[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]{1,3})?\s*$')
 _DEFAULT_FROM = re.compile(r'^\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\|\s*default\((.*)\)\s*\}\}$')
 
 
 class Refusal(ValueError):
     """A value that cannot be used: ``reason`` follows the value, ``accepted`` follows 'expected'."""
 
-    def __init__(self, reason, accepted, hint='', bare=False):
+    def __init__(self, reason, accepted, hint=''):
         super(Refusal, self).__init__(reason)
         self.reason = reason
         self.accepted = accepted
         self.hint = hint
-        self.bare = bare
 
 
 class Unresolved(object):
@@ -120,7 +124,7 @@ def show(value):
     if isinstance(value, (list, dict)):
         text = yaml.safe_dump(value, default_flow_style=True, width=10 ** 6).strip()
         return text if len(text) <= _bdp.SHOW_CHARS else '%s... (%d characters)' % (text[:_bdp.SHOW_CHARS], len(text))
-    return _bdp._fmt(value)     # pylint: disable=protected-access
+    return _bdp.show_value(value)
 
 
 def kind(value):
@@ -221,46 +225,20 @@ def resolve(variables, specs=None):
 # ----------------------------------------------------------------------------- conversions
 
 def to_bool(value):
+    """A boolean exactly as Ansible's ``| bool`` reads it (the roles read every boolean that way); Refusal for the
+    rest."""
     if isinstance(value, bool):
         return value
     if isinstance(value, int) and value in (0, 1):
         return bool(value)
-    if isinstance(value, str) and value.strip().lower() in BOOL_TRUE + BOOL_FALSE:
-        return value.strip().lower() in BOOL_TRUE
-    raise Refusal('is not a boolean' if isinstance(value, str) else 'is %s, not a boolean' % kind(value), BOOL_HELP)
-
-
-def to_int(value, accepted='a whole number'):
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise Refusal('is %s, not a whole number' % kind(value), accepted)
-    if isinstance(value, float):
-        if not math.isfinite(value) or not value.is_integer():
-            raise Refusal('is not a whole number', accepted)
-        value = int(value)
     if isinstance(value, str):
-        text = value.strip()
-        if not re.match(r'^[+-]?[0-9]+$', text):
-            raise Refusal('is not a whole number', accepted)
-        if len(text.lstrip('+-').lstrip('0')) > MAX_INT_DIGITS:
-            raise Refusal('is far too large', accepted)
-        value = int(text)
-    if abs(value) >= 10 ** MAX_INT_DIGITS:
-        raise Refusal('is far too large', accepted)
-    return value
-
-
-def to_float(value, accepted='a number'):
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise Refusal('is %s, not a number' % kind(value), accepted)
-    if isinstance(value, str):
-        if len(value) > _bdp.MAX_NUMBER_CHARS or not _FLOAT.match(value):
-            raise Refusal('is not a number', accepted)
-        value = float(value)
-    if isinstance(value, int):
-        value = float(value) if abs(value) < 10 ** 300 else math.inf
-    if not math.isfinite(value):
-        raise Refusal('is not a finite number', accepted)
-    return value
+        if value.lower() in BOOL_TRUE + BOOL_FALSE:
+            return value.lower() in BOOL_TRUE
+        if value.strip().lower() in BOOL_TRUE + BOOL_FALSE:
+            raise Refusal("is not a boolean: it has white space around the word, which Ansible's bool filter does not "
+                          "ignore (it would read it as false)", BOOL_HELP)
+        raise Refusal('is not a boolean', BOOL_HELP)
+    raise Refusal('is %s, not a boolean' % kind(value), BOOL_HELP)
 
 
 def to_str(value, accepted):
@@ -298,51 +276,44 @@ def to_list(value, name, accepted):
     return list(value)
 
 
-def to_mtu(value):
-    """The MTU as int; refused with the wording the jumbo_mtu role has always used (value shown bare)."""
-    try:
-        number = to_int(value, _linkmtu.MTU_HELP)
-    except Refusal:
-        number = None
-    if number is None or not _linkmtu.MIN_MTU <= number <= _linkmtu.MAX_MTU:
-        raise Refusal('is not usable', _linkmtu.MTU_HELP, bare=True)
-    return _linkmtu.parse_mtu(number)
-
-
-def is_peer(value):
-    try:
-        _linkmtu.parse_peer(value)
-    except _linkmtu.MtuError:
-        return False
-    return True
-
-
-def is_ifname(value):
-    try:
-        _linkmtu.check_ifname(value)
-    except _linkmtu.MtuError:
-        return False
-    return True
+def to_whole(var, name, value):
+    """A whole number of INT_RANGES, read by bdp.whole_number (as the memory guard reads its sizes), in its range."""
+    low, high, accepted = INT_RANGES.get(var, (0, None, 'a whole number'))
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise Refusal('is %s, not a whole number' % kind(value), accepted)
+    number = _bdp.whole_number(value, name, accepted, minimum=0)
+    if var == 'jumbo_mtu_platform_max_mtu' and number:
+        low = _linkmtu.MIN_MTU
+    if low is not None and number < low:
+        raise Refusal('is below %d' % low, accepted)
+    if high is not None and number > high:
+        raise Refusal('is above %d' % high, accepted)
+    return number
 
 
 # ----------------------------------------------------------------------------- checks
 
-def _message(name, value, reason, accepted, hint='', bare=False, label=''):
-    """'name: value reason; expected accepted.' With ``bare``, a short string value is shown without quotes."""
-    shown = show(value)
-    if bare and isinstance(value, str) and value.strip() and len(value) <= _bdp.SHOW_CHARS:
-        shown = plain(value)
-    return '%s: %s%s %s; expected %s.%s' % (name, label, shown, reason, accepted, hint)
+def _message(name, value, reason, accepted, hint='', label=''):
+    """'name: value reason; expected accepted.'"""
+    return '%s: %s%s %s; expected %s.%s' % (name, label, show(value), reason, accepted, hint)
 
 
-def _check_items(var, name, value, check, reason, accepted, problems, label=''):
-    """The list, or None after one problem per bad item, named var[index]."""
+def _check_items(var, name, value, check, accepted, problems, label=''):
+    """The list, or None after one problem per bad item, named var[index].  ``check`` is the module's own check
+    (linkmtu.check_ifname, linkmtu.parse_peer): its message is the problem of a string item."""
     items = to_list(value, var, 'a list, each item ' + accepted)
-    bad = [(index, item) for index, item in enumerate(items) if not (isinstance(item, str) and check(item))]
-    for index, item in bad:
-        problems.append(_message('%s[%d]' % (name, index), item,
-                                 reason if isinstance(item, str) else 'is %s, not a string' % kind(item), accepted,
-                                 bare=bool(label), label=label))
+    bad = 0
+    for index, item in enumerate(items):
+        where = '%s[%d]' % (name, index)
+        if not isinstance(item, str):
+            problems.append(_message(where, item, 'is %s, not a string' % kind(item), accepted, label=label))
+            bad += 1
+            continue
+        try:
+            check(item)
+        except _linkmtu.MtuError as exc:
+            problems.append('%s: %s' % (where, exc))
+            bad += 1
     return None if bad else items
 
 
@@ -353,31 +324,20 @@ def convert(var, name, value, option, problems):
         problems.append('%s: its value could not be templated: %s' % (name, _short_error(value.error)))
         return None
     try:
-        if var in NUMBER_PARSERS and (isinstance(value, bool) or not isinstance(value, (int, float, str))):
-            raise Refusal('is %s, not %s' % (kind(value), NUMBER_PARSERS[var][0]), NUMBER_PARSERS[var][1])
-        if var == 'tcp_buffers_rate':
-            return _bdp.parse_rate(value, name)
-        if var == 'tcp_buffers_rtt':
-            return _bdp.parse_rtt(value, name)
-        if var == 'tcp_buffers_headroom':
-            return _bdp.parse_headroom(value, name)
-        if var == 'tcp_buffers_memory_share':
-            share = to_float(value, 'a share of RAM above 0 and at most 1 (default 0.25)')
-            if not 0 < share <= 1:
-                raise Refusal('is outside 0 to 1', 'a share of RAM above 0 and at most 1 (default 0.25)')
-            return share
-        if var == 'jumbo_mtu_target':
-            return to_mtu(value)
+        if var in PARSERS:
+            what, accepted, parser = PARSERS[var]
+            if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+                raise Refusal('is %s, not %s' % (kind(value), what), accepted)
+            return parser(value, name)
         if var == 'bbr_algorithm':
-            text = to_str(value, ALGORITHM_HELP)
-            if not re.match(r'^[a-z0-9_]{1,15}$', text):
-                raise Refusal('is not a congestion control name', ALGORITHM_HELP)
-            return text
+            reason = _kmod.congestion_control_name(to_str(value, _kmod.CONGESTION_CONTROL_HELP))
+            if reason:
+                raise Refusal(reason, _kmod.CONGESTION_CONTROL_HELP)
+            return value
         if var in ('bbr_interfaces', 'jumbo_mtu_interfaces'):
-            return _check_items(var, name, value, is_ifname, 'is not a Linux interface name', IFNAME_HELP, problems)
+            return _check_items(var, name, value, _linkmtu.check_ifname, IFNAME_HELP, problems)
         if var == 'jumbo_mtu_peers':
-            return _check_items(var, name, value, is_peer, 'is neither an IP address nor a host name',
-                                _linkmtu.PEER_HELP, problems, label='peer ')
+            return _check_items(var, name, value, _linkmtu.parse_peer, _linkmtu.PEER_HELP, problems, label='peer ')
         if var == 'wan_tune_hosts':
             if isinstance(value, str) and value.strip():
                 return value
@@ -391,17 +351,7 @@ def convert(var, name, value, option, problems):
         if kind_ == 'bool':
             return to_bool(value)
         if kind_ == 'int':
-            low, high, accepted = INT_RANGES.get(var, (None, None, 'a whole number'))
-            number = to_int(value, accepted)
-            if var == 'jumbo_mtu_platform_max_mtu' and number:
-                low = _linkmtu.MIN_MTU
-            if low is not None and number < low:
-                raise Refusal('is below %d' % low, accepted)
-            if high is not None and number > high:
-                raise Refusal('is above %d' % high, accepted)
-            return number
-        if kind_ == 'float':
-            return to_float(value)
+            return to_whole(var, name, value)
         if kind_ == 'path':
             return to_path(value)
         if kind_ == 'list':
@@ -418,10 +368,10 @@ def convert(var, name, value, option, problems):
                 raise Refusal('is empty', 'a string')
             return text
         return value
-    except _bdp.UnitError as exc:
+    except (_bdp.UnitError, _linkmtu.MtuError) as exc:
         problems.append(str(exc))
     except Refusal as exc:
-        problems.append(_message(name, value, exc.reason, exc.accepted, exc.hint, exc.bare))
+        problems.append(_message(name, value, exc.reason, exc.accepted, exc.hint))
     return None
 
 
@@ -470,19 +420,20 @@ def check_host(variables, tcp_buffers=True, jumbo_mtu=True, play_peers=None, spe
             except _bdp.UnitError as exc:
                 problems.append(str(exc))
 
-    # The distinct files each role owns.
-    owned = [(var, values.get(var)) for var in OWNED_FILES if values.get(var)]
-    for var, path in owned:
-        if var in SYSCTL_FILES and (path in ADMIN_SYSCTL_FILES or os.path.basename(path) == '99-sysctl.conf'):
+    # The distinct files each role owns, compared by their normalised paths (/etc/sysctl.d/./x.conf is x.conf).
+    owned = [(var, values[var], normalise(values[var])) for var in OWNED_FILES if values.get(var)]
+    for var, path, normal in owned:
+        if var in SYSCTL_FILES and (normal in ADMIN_SYSCTL_FILES or os.path.basename(normal) == '99-sysctl.conf'):
             problems.append(_message(names[var], path, "is the administrator's sysctl file",
                                      'a file of its own, such as /etc/sysctl.d/90-bdp-wan-tune.conf'))
-        elif not path.endswith('.conf'):
+        elif not normal.endswith('.conf'):
             problems.append(_message(names[var], path, 'does not end in .conf, so it is not read at boot',
                                      'a file name ending in .conf'))
-    for index, (var, path) in enumerate(owned):
-        for other, other_path in owned[index + 1:]:
-            if path == other_path:
-                problems.append(_message(names[other], other_path, 'is also %s' % names[var],
+    for index, (var, path, normal) in enumerate(owned):
+        for other, other_path, other_normal in owned[index + 1:]:
+            if normal == other_normal:
+                same = '' if other_path == path else ' (%s)' % show(path)
+                problems.append(_message(names[other], other_path, 'is also %s%s' % (names[var], same),
                                          'a file of its own for each role'))
 
     # jumbo_mtu: the peers whose path must carry the MTU, when the role runs with state present.
@@ -494,13 +445,15 @@ def check_host(variables, tcp_buffers=True, jumbo_mtu=True, play_peers=None, spe
             for peer, where in (play_peers() if play_peers else []):
                 if isinstance(peer, Unresolved):
                     problems.append('%s: its value could not be templated: %s' % (where, _short_error(peer.error)))
-                elif not isinstance(peer, str) or not is_peer(peer):
-                    problems.append(_message(where, peer, 'is neither an IP address nor a host name',
-                                             _linkmtu.PEER_HELP, bare=True, label='peer '))
-                else:
-                    peers.append((peer, where))
+                    bad += 1
                     continue
-                bad += 1
+                try:
+                    _linkmtu.parse_peer(peer)
+                except _linkmtu.MtuError as exc:
+                    problems.append('%s: %s' % (where, exc))
+                    bad += 1
+                    continue
+                peers.append((peer, where))
             if not peers and not bad:
                 problems.append('jumbo_mtu_peers: no peers (none set, and no other host in the play), so the path '
                                 'cannot be proven; expected %s for each peer whose path must carry the MTU, or other '
@@ -509,6 +462,14 @@ def check_host(variables, tcp_buffers=True, jumbo_mtu=True, play_peers=None, spe
             problems.append('jumbo_mtu_peers: no peers, and jumbo_mtu_peers_from_play is false, so the path cannot be '
                             'proven; expected a list of %s.' % _linkmtu.PEER_HELP)
     return problems
+
+
+def normalise(path):
+    """``path`` normalised by its text (os.path.normpath; the host's links cannot be seen from here):
+    /etc/sysctl.d/./x.conf, /etc//sysctl.d/x.conf and /etc/sysctl.d/a/../x.conf are all /etc/sysctl.d/x.conf, and so
+    is //etc/sysctl.d/x.conf (normpath keeps a leading //, which Linux reads as /)."""
+    path = os.path.normpath(path)
+    return '/' + path.lstrip('/') if path.startswith('//') else path
 
 
 def names_for_plan(names):

@@ -67,6 +67,11 @@ def _fmt(value):
     return text if len(text) <= SHOW_CHARS else '%s... (%d characters)' % (text[:SHOW_CHARS], len(text))
 
 
+def show_value(value):
+    """How a message shows ``value`` (public name of ``_fmt``, for the other module_utils and the validation play)."""
+    return _fmt(value)
+
+
 def _kind(value):
     """The built-in type of ``value`` by its plain name (tagged Ansible values show as str, list, dict, ...)."""
     for klass in type(value).__mro__:
@@ -301,6 +306,20 @@ def _whole(value, name, accepted, minimum=1):
     if number is None or number < minimum:
         raise UnitError('%s: %s is not usable; expected %s.' % (name, _fmt(value), accepted))
     return number
+
+
+def whole_number(value, name, accepted, minimum=1):
+    """A whole number (int or a string of digits, as ``_DIGITS`` reads it) of at least ``minimum``, or UnitError.
+
+    The public name of the reader memory_plan uses for its sizes, so other callers (the validation play) read a
+    whole number the same way."""
+    return _whole(value, name, accepted, minimum)
+
+
+def parse_memory_share(value, name='memory_share'):
+    """The memory guard's share of RAM (Decimal, above 0 and at most 1), exactly as memory_plan reads it; or
+    UnitError."""
+    return _share(value, name)
 
 
 def _share(value, name):

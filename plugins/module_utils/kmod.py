@@ -4,7 +4,8 @@
 """Where a kernel feature comes from (built in, a loadable module, missing) and loading it with modprobe.
 
 Shared by tcp_congestion (which loads tcp_bbr and sch_fq) and sysctl_dropin (whose check mode must
-predict that a congestion control will exist once its module is loaded).
+predict that a congestion control will exist once its module is loaded).  congestion_control_name() is the one
+rule for a congestion control's name, used by both modules and by the validation play (validate_inputs).
 """
 
 from __future__ import annotations
@@ -14,6 +15,31 @@ import os
 import re
 
 from ansible_collections.bdp.wan_tune.plugins.module_utils import files
+
+# The kernel keeps a congestion control's name in TCP_CA_NAME_MAX (16) bytes, the terminating NUL included.
+CONGESTION_CONTROL_NAME_MAX = 15
+CONGESTION_CONTROL_HELP = ('the kernel name of a TCP congestion control: 1 to %d lower-case letters, digits or _ '
+                           '(bbr, cubic, htcp)' % CONGESTION_CONTROL_NAME_MAX)
+_CONGESTION_CONTROL_NAME = re.compile(r'[a-z0-9_]+\Z')
+
+
+def congestion_control_name(value):
+    """None when ``value`` can be the kernel name of a TCP congestion control, else why not (a phrase that follows
+    the value: 'is not a congestion control name').
+
+    The name is 1 to CONGESTION_CONTROL_NAME_MAX lower-case ASCII letters, digits or _: what the kernel's
+    congestion controls are called (bbr, cubic, htcp, bbr2), and safe in a module name (modprobe tcp_<name>) and a
+    CONFIG_TCP_CONG_<NAME> option.
+    """
+    if not isinstance(value, str):
+        return 'is not a string'
+    if not _CONGESTION_CONTROL_NAME.match(value):
+        return 'is not a congestion control name'
+    if len(value) > CONGESTION_CONTROL_NAME_MAX:
+        return ('is longer than %d characters, the longest congestion control name the kernel takes (TCP_CA_NAME_MAX '
+                'is %d bytes with the terminating NUL)'
+                % (CONGESTION_CONTROL_NAME_MAX, CONGESTION_CONTROL_NAME_MAX + 1))
+    return None
 
 
 def kernel_config(option):

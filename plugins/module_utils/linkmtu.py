@@ -18,6 +18,8 @@ import re
 import shlex
 import time
 
+from ansible_collections.bdp.wan_tune.plugins.module_utils.bdp import show_value as _show
+
 MIN_MTU = 576           # the smallest datagram every IPv4 host must accept (RFC 791)
 MAX_MTU = 65535         # the largest IP packet
 IPV6_MIN_MTU = 1280     # below this the kernel turns IPv6 off on the interface (RFC 8200)
@@ -35,8 +37,10 @@ PORT_MASTERS = ('bridge', 'openvswitch')
 _HOSTNAME = re.compile(r'^(?=.{1,253}\.?$)(?!-)[A-Za-z0-9_-]{1,63}(?<!-)(\.(?!-)[A-Za-z0-9_-]{1,63}(?<!-))*\.?$')
 _IFNAME = re.compile(r'^[^\s/:]{1,15}$')
 
+_MTU_DIGITS = re.compile(r'[0-9]+\Z')
 MTU_HELP = ('a whole number of bytes from %d (the smallest datagram every IPv4 host accepts) to %d (the largest IP '
-            'packet); Ethernet jumbo frames are usually 9000' % (MIN_MTU, MAX_MTU))
+            'packet), as an integer or a string of the digits 0-9 only; Ethernet jumbo frames are usually 9000'
+            % (MIN_MTU, MAX_MTU))
 PEER_HELP = 'an IPv4 or IPv6 address (198.18.0.2, 2001:db8::2) or a host name this host can resolve'
 
 # Cloud platforms and their largest MTU.  Evidence comes from DMI (/sys/class/dmi/id) as the
@@ -59,29 +63,37 @@ class MtuError(ValueError):
 # ----------------------------------------------------------------------------- input
 
 def parse_mtu(value, name='mtu'):
-    """An MTU as int from an int or a string of digits; MtuError outside MIN_MTU..MAX_MTU."""
-    if isinstance(value, bool) or value is None:
-        raise MtuError('%s: %r is not usable; expected %s.' % (name, value, MTU_HELP))
-    if isinstance(value, float):
-        if not value.is_integer():
-            raise MtuError('%s: %r is not a whole number; expected %s.' % (name, value, MTU_HELP))
-        value = int(value)
+    """An MTU as int, from an int or a string of the digits 0-9 only (what ``-e mtu=9000`` passes).
+
+    Nothing else is read as a number: no sign, spaces, decimal point or exponent, and no float, so '+9000',
+    ' 9000', '9000.0' and 9000.0 are refused; so are booleans.  MtuError, naming ``name`` and the value, for those
+    and outside MIN_MTU..MAX_MTU.  The link_mtu module and the validation play (validate_inputs) both use it.
+    """
     if isinstance(value, str):
-        text = value.strip()
-        if not text.isdigit():
-            raise MtuError('%s: %r is not a whole number of bytes; expected %s.' % (name, value, MTU_HELP))
-        value = int(text)
-    if not isinstance(value, int):
-        raise MtuError('%s: %r (%s) is not usable; expected %s.' % (name, value, type(value).__name__, MTU_HELP))
-    if value < MIN_MTU or value > MAX_MTU:
-        raise MtuError('%s: %d is outside %d..%d; expected %s.' % (name, value, MIN_MTU, MAX_MTU, MTU_HELP))
-    return value
+        if not _MTU_DIGITS.match(value):
+            raise MtuError('%s: %s is not a whole number of bytes in digits 0-9 only (no sign, spaces '
+                           'or decimal point); expected %s.' % (name, _show(value), MTU_HELP))
+        digits = value.lstrip('0') or '0'
+        number = int(digits) if len(digits) <= len(str(MAX_MTU)) else None
+    elif isinstance(value, float):
+        raise MtuError('%s: %s is not a whole number of bytes in digits 0-9 only (no decimal point); '
+                       'expected %s.' % (name, _show(value), MTU_HELP))
+    elif isinstance(value, int) and not isinstance(value, bool):
+        number = int(value)
+    elif isinstance(value, bool) or value is None:
+        raise MtuError('%s: %s is not usable; expected %s.' % (name, value, MTU_HELP))
+    else:
+        raise MtuError('%s: %s (%s) is not usable; expected %s.' % (name, _show(value), type(value).__name__, MTU_HELP))
+    if number is None or number < MIN_MTU or number > MAX_MTU:
+        raise MtuError('%s: %s is outside %d..%d; expected %s.'
+                       % (name, _show(value if number is None else number), MIN_MTU, MAX_MTU, MTU_HELP))
+    return number
 
 
 def parse_peer(value):
     """{'peer': text, 'address': ip or None, 'family': 4/6 or None, 'name': host name or None}."""
     if not isinstance(value, str) or not value.strip():
-        raise MtuError('peer %r is not usable; expected %s.' % (value, PEER_HELP))
+        raise MtuError('peer %s is not usable; expected %s.' % (_show(value), PEER_HELP))
     text = value.strip()
     literal = text[1:-1] if text.startswith('[') and text.endswith(']') else text
     try:
@@ -90,17 +102,19 @@ def parse_peer(value):
         addr = None
     if addr is not None:
         if addr.is_unspecified or addr.is_multicast:
-            raise MtuError('peer %r is not a unicast address; expected %s.' % (value, PEER_HELP))
+            raise MtuError('peer %s is not a unicast address; expected %s.' % (_show(value), PEER_HELP))
         return {'peer': text, 'address': str(addr), 'family': addr.version, 'name': None}
     if re.match(r'^[0-9.]+$', text) or not _HOSTNAME.match(text):
-        raise MtuError('peer %r is neither an IP address nor a valid host name; expected %s.' % (value, PEER_HELP))
+        raise MtuError('peer %s is neither an IP address nor a valid host name; expected %s.'
+                       % (_show(value), PEER_HELP))
     return {'peer': text, 'address': None, 'family': None, 'name': text}
 
 
 def check_ifname(name):
+    """``name`` when it is a Linux interface name, else MtuError (the link_mtu module and validate_inputs)."""
     if not isinstance(name, str) or not _IFNAME.match(name) or name in ('.', '..'):
-        raise MtuError('interface %r is not a Linux interface name (1 to 15 characters, no spaces, "/" or ":").'
-                       % (name,))
+        raise MtuError('interface %s is not a Linux interface name (1 to 15 characters, no spaces, "/" or ":").'
+                       % _show(name))
     return name
 
 

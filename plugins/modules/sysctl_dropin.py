@@ -262,11 +262,10 @@ memory:
 """
 
 import os
-import re
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bdp.wan_tune.plugins.module_utils import bdp, files, sysctl
-from ansible_collections.bdp.wan_tune.plugins.module_utils.kmod import Kernel
+from ansible_collections.bdp.wan_tune.plugins.module_utils.kmod import Kernel, congestion_control_name
 
 NAMESPACE_REASON = 'owned by the host kernel; read-only in this network namespace'
 CC_KEY = 'net.ipv4.tcp_congestion_control'
@@ -369,7 +368,7 @@ class DropIn(object):
         available = _fields(sysctl.read_live('net.ipv4.tcp_available_congestion_control'))
         if wanted in available:
             return
-        source = Kernel(self.module).congestion_source(wanted, False) if re.match(r'[a-z0-9_]+\Z', wanted) else None
+        source = Kernel(self.module).congestion_source(wanted, False) if congestion_control_name(wanted) is None else None
         if source == 'module' and self.module.check_mode:
             info['note'] = 'available once the module tcp_%s is loaded (check mode: not loaded)' % wanted
             return

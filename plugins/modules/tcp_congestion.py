@@ -146,12 +146,11 @@ ss_algorithm:
 """
 
 import os
-import re
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bdp.wan_tune.plugins.module_utils import files, qdisc, sysctl
-from ansible_collections.bdp.wan_tune.plugins.module_utils.kmod import Kernel
+from ansible_collections.bdp.wan_tune.plugins.module_utils.kmod import Kernel, congestion_control_name
 
 
 def default_route_interfaces():
@@ -438,7 +437,7 @@ def main():
         ),
         supports_check_mode=True,
     )
-    if not re.match(r'[a-z0-9_]+\Z', module.params['algorithm']):
+    if congestion_control_name(module.params['algorithm']) is not None:
         module.fail_json(msg='algorithm: %r is not a kernel congestion control name such as bbr or cubic.'
                              % module.params['algorithm'])
     result = {'available': available, 'absent': absent, 'verified': verified}[module.params['state']](module)

@@ -18,10 +18,21 @@ description:
     of its C(defaults/main.yml)) and the playbook variables C(wan_tune_state), C(wan_tune_become), C(wan_tune_hosts)
     and C(jumbo_mtu_enabled), as the host's variables give them.
   - Each value is templated and checked by its type (choices, booleans, whole numbers, numbers, absolute paths,
-    lists) and then by its meaning with the same code the roles use (rate, RTT and headroom through the buffer
-    plan; the congestion control name, the MTU, interface names and peers).
+    lists) and then by its meaning with the one implementation the roles' filter and modules use, whose messages
+    are passed on as they are. Rate, RTT, headroom, C(tcp_buffers_flows) and C(tcp_buffers_memory_share) are read
+    as the buffer plan and the memory guard read them. The MTU, interface names and peers are checked by the
+    functions the P(bdp.wan_tune.link_mtu#module) module runs before it changes anything; a peer such as
+    V(224.0.0.1) is refused as not a unicast address. The congestion control name is checked by the rule
+    P(bdp.wan_tune.tcp_congestion#module) and P(bdp.wan_tune.sysctl_dropin#module) share (lower-case letters, digits
+    and _, at most 15 characters, the kernel's limit).
+  - The MTU is an integer or a string of the digits 0-9 only, from 576 to 65535. A sign (V(+9000)), spaces around
+    the digits and a decimal point (V(9000.0)) are refused.
   - Values from C(-e key=value) are strings, so V(true), V(false), V(yes), V(no), V(on), V(off), V(1) and V(0) (in
-    any case) are accepted where a boolean is expected, and whole numbers written as strings where a number is.
+    any case) are accepted where a boolean is expected, exactly what Ansible's C(bool) filter takes. White space
+    around the word is refused, as C(| bool) reads V(yes) with a space before it as false. Whole numbers written as strings
+    are accepted where a number is.
+  - The files the roles own must end in C(.conf) and be distinct once normalised (V(/etc/sysctl.d/./x.conf) is
+    V(/etc/sysctl.d/x.conf)).
   - A role variable left at a default built from a playbook variable is reported under that variable, for example
     C(tcp_buffers_rate (-e rate=...)), and a role state left at its default under C(wan_tune_state).
   - Every problem of the host is reported in one message, one line each, with the variable, the value (long values
@@ -103,6 +114,6 @@ msg:
   sample: |-
     Inputs of host dc1-a are not usable (2 problems):
     - bbr_qdisc: 'fq_codel' is not one of the choices; expected one of fq, none.
-    - tcp_buffers_flows: 'four' is not a whole number; expected a whole number of concurrent bulk flows, 1 or more (default 4).
+    - tcp_buffers_memory_share: '25%' is not usable; expected a share of RAM above 0 and at most 1, e.g. 0.25.
     Nothing was changed on any host.
 """

@@ -14,7 +14,9 @@ Whatever happens, the fixture puts the live values back as it found them.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import re
 import subprocess
 import sys
 
@@ -145,9 +147,15 @@ BAD = [
     ('wan_tune_state from -e', ['-e', 'wan_tune_state=absnt'], {}, ['h1', 'h2'],
      ["wan_tune_state: 'absnt' is not one of the choices; expected one of present, absent."]),
     ('tcp_buffers_flows=four', ['-e', 'tcp_buffers_flows=four'], {}, ['h1', 'h2'],
-     ["tcp_buffers_flows: 'four' is not a whole number; expected a whole number of concurrent bulk flows"]),
+     ["tcp_buffers_flows: 'four' is not usable; expected a whole number of concurrent flows, 1 or more"]),
+    ('tcp_buffers_flows=four with the memory guard off',
+     ['-e', 'tcp_buffers_flows=four tcp_buffers_memory_guard=false'], {}, ['h1', 'h2'],
+     ["tcp_buffers_flows: 'four' is not usable"]),
     ('bbr_verify=maybe', ['-e', 'bbr_verify=maybe'], {}, ['h1', 'h2'],
      ["bbr_verify: 'maybe' is not a boolean; " + BOOL_HELP]),
+    ('bbr_verify with a space', ['-e', json.dumps({'bbr_verify': ' yes'})], {}, ['h1', 'h2'],
+     ["bbr_verify: ' yes' is not a boolean: it has white space around the word, which Ansible's bool filter does "
+      'not ignore']),
     ('tcp_buffers_companions on one host', [], {'h2': {'tcp_buffers_companions': 'sometimes'}}, ['h2'],
      ["tcp_buffers_companions: 'sometimes' is not a boolean; " + BOOL_HELP]),
     ('rate=1e999999999', ['-e', 'rate=1e999999999'], {}, ['h1', 'h2'],
@@ -161,14 +169,22 @@ BAD = [
      ["tcp_buffers_headroom: '1000' is outside 2 to 64; above 64 x BDP the buffers mostly waste memory",
       'Expected a number of BDPs from 2 (the floor) to 64']),
     ('bad interface name in bbr_interfaces', [], {'h2': {'bbr_interfaces': ['lo', 'eth 0']}}, ['h2'],
-     ["bbr_interfaces[1]: 'eth 0' is not a Linux interface name; expected a Linux interface name: 1 to 15 "
-      'characters']),
+     ["bbr_interfaces[1]: interface 'eth 0' is not a Linux interface name (1 to 15 characters, no spaces, \"/\" or "
+      '":").']),
     ('relative bbr_sysctl_file', [], {'h1': {'bbr_sysctl_file': 'relative-bbr.conf'}}, ['h1'],
      ["bbr_sysctl_file: 'relative-bbr.conf' is not an absolute path; expected an absolute path (starting with /)."]),
     ('mtu=70000', ['-e', 'mtu=70000'], {}, ['h1', 'h2'],
-     ['jumbo_mtu_target (-e mtu=...): 70000 is not usable; expected a whole number of bytes from 576']),
+     ['jumbo_mtu_target (-e mtu=...): 70000 is outside 576..65535; expected a whole number of bytes from 576']),
+    ('mtu=+9000', ['-e', 'mtu=+9000'], {}, ['h1', 'h2'],
+     ["jumbo_mtu_target (-e mtu=...): '+9000' is not a whole number of bytes in digits 0-9 only"]),
+    ('mtu: 9000.0', ['-e', json.dumps({'mtu': 9000.0})], {}, ['h1', 'h2'],
+     ['jumbo_mtu_target (-e mtu=...): 9000.0 is not a whole number of bytes in digits 0-9 only']),
+    ('multicast peer', ['-e', json.dumps({'mtu': 9000, 'jumbo_mtu_peers': ['224.0.0.1']})], {}, ['h1', 'h2'],
+     ["jumbo_mtu_peers[0]: peer '224.0.0.1' is not a unicast address; expected an IPv4 or IPv6 address"]),
     ('unquoted off for jumbo_mtu_tcp_proof', [], {'h1': {'jumbo_mtu_tcp_proof': False}}, ['h1'],
      ["jumbo_mtu_tcp_proof: false is a boolean", "quote it ('off'); expected one of auto, required, off."]),
+    ('bbr_algorithm of 16 characters', ['-e', 'bbr_algorithm=abcdefghijklmnop'], {}, ['h1', 'h2'],
+     ["bbr_algorithm: 'abcdefghijklmnop' is longer than 15 characters"]),
 ]
 
 
@@ -200,9 +216,24 @@ def test_every_problem_of_a_host_comes_in_one_message(controller):
     assert rc != 0, output
     assert 'Inputs of host h2 are not usable (4 problems):' in output, output
     assert 'Inputs of host h1 are not usable (1 problem):' in output, output
-    for line in ("- bbr_qdisc: 'fq_codel' is not one of the choices", "- bbr_interfaces[0]: 'eth 0' is not",
-                 '- tcp_buffers_headroom: 1 is outside 2 to 64', "- tcp_buffers_flows: 'four' is not a whole"):
+    for line in ("- bbr_qdisc: 'fq_codel' is not one of the choices", "- bbr_interfaces[0]: interface 'eth 0' is not",
+                 '- tcp_buffers_headroom: 1 is outside 2 to 64', "- tcp_buffers_flows: 'four' is not usable"):
         assert line in output, output
+    assert_nothing_changed(host, before, state, output)
+
+
+def test_the_same_file_through_a_dot_is_refused(controller):
+    # /dir/./x.conf is /dir/x.conf: two roles would share one file
+    host, before, state = controller
+    bbr_file = host.files['h1']['bbr_sysctl_file']
+    same = os.path.join(os.path.dirname(bbr_file), '.', os.path.basename(bbr_file))
+    rc, output = host.run(host_vars={'h1': {'tcp_buffers_sysctl_file': same}})
+    assert rc != 0, output
+    assert 'Inputs of host h1 are not usable (1 problem):' in output, output
+    assert 'Inputs of host h2 are not usable' not in output, output
+    assert re.search(r"- tcp_buffers_sysctl_file: '[^\n]* is also bbr_sysctl_file \('[^\n]*\); expected a file of its "
+                     r'own for each role\.', output), output
+    assert NOTHING_CHANGED in output
     assert_nothing_changed(host, before, state, output)
 
 

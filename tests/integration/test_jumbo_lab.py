@@ -130,10 +130,15 @@ def jlab(tmp_path_factory):
 
 def test_bad_input_fails_before_anything_changes(jlab):
     cases = [
-        ({'mtu': 575}, 'jumbo_mtu_target (-e mtu=...): 575 is not usable; expected a whole number of bytes from 576'),
-        ({'mtu': 65536}, '65536 is not usable'),
-        ({'mtu': '9k'}, '9k is not usable'),
-        ({'mtu': 9000, 'jumbo_mtu_peers': ['not a host']}, 'peer not a host is neither an IP address nor a host name'),
+        # refused by the validation play with linkmtu's own messages (parse_mtu, parse_peer), as the module would
+        ({'mtu': 575},
+         'jumbo_mtu_target (-e mtu=...): 575 is outside 576..65535; expected a whole number of bytes from 576'),
+        ({'mtu': 65536}, '65536 is outside 576..65535'),
+        ({'mtu': '9k'}, "'9k' is not a whole number of bytes in digits 0-9 only"),
+        ({'mtu': '+9000'}, "'+9000' is not a whole number of bytes in digits 0-9 only"),
+        ({'mtu': 9000, 'jumbo_mtu_peers': ['not a host']},
+         "peer 'not a host' is neither an IP address nor a valid host name"),
+        ({'mtu': 9000, 'jumbo_mtu_peers': ['224.0.0.1']}, "peer '224.0.0.1' is not a unicast address"),
         ({'mtu': 9000, 'jumbo_mtu_peers': ['no-such-peer.invalid']},
          "peer 'no-such-peer.invalid' does not resolve on this host"),
         ({'mtu': 9000, 'jumbo_mtu_interfaces': ['wan9']},

@@ -18,7 +18,8 @@ import pytest
 import yaml
 
 from ansible_collections.bdp.wan_tune.plugins.action import validate_inputs as vi
-from ansible_collections.bdp.wan_tune.plugins.module_utils import bdp, linkmtu
+from ansible_collections.bdp.wan_tune.plugins.module_utils import bdp, kmod, linkmtu
+from ansible_collections.bdp.wan_tune.plugins.modules import sysctl_dropin, tcp_congestion
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 GOOD = {'rate': '1g', 'rtt': '98'}
@@ -77,9 +78,17 @@ def test_the_role_defaults_pass():
 @pytest.mark.parametrize('name', sorted(vi.load_specs()))
 def test_every_variable_refuses_a_mapping_and_names_itself(name):
     message = only(check(play_peers=peers(('b', 'inventory name of host b')), **{name: {'x': 1}}))
-    reason = 'is not usable' if name == 'jumbo_mtu_target' else 'is a mapping, not '     # the role's old wording
-    assert message.startswith(name + ': {x: 1} ' + reason), message
+    assert message.startswith(name + ': {x: 1} is a mapping, not '), message
     assert '; expected ' in message
+
+
+def test_every_number_has_its_reader():
+    # a number is read by the module_utils function its role reads it with, or by bdp.whole_number with a range
+    for name, option in vi.load_specs().items():
+        if option.get('type') == 'float':
+            assert name in vi.PARSERS, name
+        if option.get('type') == 'int':
+            assert name in vi.PARSERS or name in vi.INT_RANGES, name
 
 
 # --------------------------------------------------------------------------- choices
@@ -127,11 +136,44 @@ def test_a_role_state_set_itself_is_named_itself():
 
 @pytest.mark.parametrize('text, meaning', [
     ('true', True), ('false', False), ('True', True), ('FALSE', False), ('yes', True), ('No', False),
-    ('on', True), ('OFF', False), ('1', True), ('0', False), (' false ', False), (True, True), (False, False),
+    ('on', True), ('OFF', False), ('1', True), ('0', False), (True, True), (False, False),
     (1, True), (0, False),
 ])
 def test_booleans_from_strings(text, meaning):
     assert vi.to_bool(text) is meaning
+
+
+BOOL_CANDIDATES = ['true', 'True', 'TRUE', 'yes', 'Yes', 'on', 'ON', '1', 'false', 'No', 'off', 'OFF', '0',
+                   ' yes', 'yes ', ' false ', '\ttrue', 'no\n', ' 1', 'y', 'n', 't', 'f', 'Y', '2', '', 'maybe',
+                   1, 0, 2, -1, True, False, 1.0, 0.0, None, [True]]
+
+
+def test_booleans_are_exactly_what_the_bool_filter_takes():
+    # the roles read every boolean with | bool: what it reads without a deprecation warning passes, with the same
+    # meaning; what it would coerce (' yes' to false) is refused
+    from ansible.plugins.filter import core
+
+    assert set(vi.BOOL_TRUE) == core._valid_bool_true and set(vi.BOOL_FALSE) == core._valid_bool_false
+    with mock.patch.object(core.display, 'deprecated') as deprecated:
+        for value in BOOL_CANDIDATES:
+            deprecated.reset_mock()
+            meaning = core.to_bool(value)
+            try:
+                ours = vi.to_bool(value)
+            except vi.Refusal:
+                ours = None
+            if deprecated.called:
+                assert ours is None, value
+            else:
+                assert ours is meaning, value
+
+
+@pytest.mark.parametrize('text', [' yes', 'yes ', ' false', '\ttrue', 'off\n'])
+def test_spaces_around_a_boolean_are_refused_with_the_reason(text):
+    message = only(check(bbr_verify=text))
+    assert message.startswith('bbr_verify: %s is not a boolean: it has white space around the word, which '
+                              "Ansible's bool filter does not ignore" % vi.show(text)), message
+    assert message.endswith('; expected true or false (also yes/no, on/off or 1/0, in any case).')
 
 
 @pytest.mark.parametrize('name', BOOLS)
@@ -142,7 +184,8 @@ def test_every_boolean_takes_the_strings_of_minus_e(name, text):
 
 @pytest.mark.parametrize('name', BOOLS)
 @pytest.mark.parametrize('value, shown', [('maybe', "'maybe'"), ('', "''"), (2, '2'), ('y2', "'y2'"),
-                                          ([True], '[true]'), (None, 'null')])
+                                          ([True], '[true]'), (None, 'null'), (' yes', "' yes'"), ('y', "'y'"),
+                                          (1.0, '1.0')])
 def test_every_boolean_refuses_other_values(name, value, shown):
     message = only(check(**{name: value}))
     assert_message(message, name, shown, 'true or false (also yes/no, on/off or 1/0, in any case)')
@@ -157,26 +200,30 @@ def test_bbr_verify_maybe():
 
 @pytest.mark.parametrize('name, value', [
     ('tcp_buffers_flows', '4'), ('tcp_buffers_flows', 4), ('tcp_buffers_flows', ' 16 '), ('tcp_buffers_flows', 4.0),
+    ('tcp_buffers_flows', '+8'),
     ('jumbo_mtu_proof_port', '45219'), ('jumbo_mtu_proof_port', 1), ('jumbo_mtu_proof_port', '65535'),
     ('jumbo_mtu_confirm_timeout', '10'), ('jumbo_mtu_confirm_timeout', 600),
     ('jumbo_mtu_probe_count', '1'), ('jumbo_mtu_platform_max_mtu', '0'), ('jumbo_mtu_platform_max_mtu', '9001'),
     ('tcp_buffers_memory_share', '0.25'), ('tcp_buffers_memory_share', 1), ('tcp_buffers_memory_share', '.5'),
     ('tcp_buffers_headroom', '8'), ('tcp_buffers_headroom', 2.5), ('tcp_buffers_headroom', '64'),
-    ('jumbo_mtu_target', '9000'), ('mtu', '9000'), ('mtu', 1500),
+    ('jumbo_mtu_target', '9000'), ('mtu', '9000'), ('mtu', 1500), ('mtu', '09000'),
 ])
 def test_numbers_as_strings_are_accepted(name, value):
     assert check(play_peers=lambda: [('b', 'inventory name of host b')], **{name: value}) == []
 
 
 @pytest.mark.parametrize('name, value, shown, reason, accepted', [
-    ('tcp_buffers_flows', 'four', "'four'", 'is not a whole number', 'a whole number of concurrent bulk flows'),
-    ('tcp_buffers_flows', '0', "'0'", 'is below 1', 'a whole number of concurrent bulk flows, 1 or more'),
-    ('tcp_buffers_flows', -2, '-2', 'is below 1', 'a whole number of concurrent bulk flows, 1 or more'),
-    ('tcp_buffers_flows', '4.5', "'4.5'", 'is not a whole number', 'a whole number of concurrent bulk flows'),
-    ('tcp_buffers_flows', 4.5, '4.5', 'is not a whole number', 'a whole number of concurrent bulk flows'),
-    ('tcp_buffers_flows', True, 'true', 'is a boolean, not a whole number', 'a whole number of concurrent'),
-    ('tcp_buffers_flows', '9' * 30, "'" + '9' * 30 + "'", 'is far too large', 'a whole number of concurrent'),
+    ('tcp_buffers_flows', 'four', "'four'", 'is not usable', bdp.FLOWS_HELP),
+    ('tcp_buffers_flows', '0', "'0'", 'is not usable', bdp.FLOWS_HELP),
+    ('tcp_buffers_flows', -2, '-2', 'is not usable', bdp.FLOWS_HELP),
+    ('tcp_buffers_flows', '4.5', "'4.5'", 'is not usable', bdp.FLOWS_HELP),
+    ('tcp_buffers_flows', 4.5, '4.5', 'is not usable', bdp.FLOWS_HELP),
+    ('tcp_buffers_flows', True, 'true', 'is a boolean, not a whole number', bdp.FLOWS_HELP),
+    ('tcp_buffers_flows', '9' * 30, "'" + '9' * 30 + "'", 'is not usable', bdp.FLOWS_HELP),
     ('jumbo_mtu_proof_port', '70000', "'70000'", 'is above 65535', 'a TCP port: a whole number from 1 to 65535'),
+    ('jumbo_mtu_proof_port', '4.5', "'4.5'", 'is not usable', 'a TCP port: a whole number from 1 to 65535'),
+    ('jumbo_mtu_proof_port', -1, '-1', 'is not usable', 'a TCP port'),
+    ('jumbo_mtu_proof_port', True, 'true', 'is a boolean, not a whole number', 'a TCP port'),
     ('jumbo_mtu_proof_port', 0, '0', 'is below 1', 'a TCP port'),
     ('jumbo_mtu_confirm_timeout', '5', "'5'", 'is below 10', 'a whole number of seconds, 10 or more'),
     ('jumbo_mtu_probe_count', 0, '0', 'is below 1', 'a whole number of ICMP echoes per probe size, 1 or more'),
@@ -184,13 +231,33 @@ def test_numbers_as_strings_are_accepted(name, value):
     ('jumbo_mtu_platform_max_mtu', '70000', "'70000'", 'is above 65535', '0 (no limit of your own)'),
     ('tcp_buffers_memory_share', '0', "'0'", 'is outside 0 to 1', 'a share of RAM above 0 and at most 1'),
     ('tcp_buffers_memory_share', 1.5, '1.5', 'is outside 0 to 1', 'a share of RAM above 0 and at most 1'),
-    ('tcp_buffers_memory_share', '25%', "'25%'", 'is not a number', 'a share of RAM above 0 and at most 1'),
-    ('tcp_buffers_memory_share', 'nan', "'nan'", 'is not a number', 'a share of RAM'),
+    ('tcp_buffers_memory_share', '25%', "'25%'", 'is not usable', 'a share of RAM above 0 and at most 1'),
+    ('tcp_buffers_memory_share', 'nan', "'nan'", 'is outside 0 to 1', 'a share of RAM'),
+    ('tcp_buffers_memory_share', [0.5], '[0.5]', 'is a list, not a number', 'a share of RAM'),
 ])
 def test_numbers_refused(name, value, shown, reason, accepted):
     message = only(check(**{name: value}))
     assert_message(message, name, shown, accepted)
     assert '%s %s;' % (shown, reason) in message
+
+
+def test_numbers_mean_what_they_mean_to_the_memory_guard():
+    # flows and memory share are read by the functions the module's memory guard reads them with (bdp.memory_plan),
+    # and refused with their messages
+    for value in ('four', '0', 4.5, '1e3', '-1', ' 4x'):
+        with pytest.raises(bdp.UnitError) as info:
+            bdp.memory_plan(value, 10 ** 6, names={'flows': 'tcp_buffers_flows'})
+        assert only(check(tcp_buffers_flows=value)) == str(info.value)
+    for value in ('4', ' 16 ', '+8', 4, 4.0):
+        assert check(tcp_buffers_flows=value) == []
+        assert bdp.memory_plan(value, 10 ** 6)['flows'] == int(float(str(value).strip()))
+    for value in ('25%', '0', 1.5, 'nan', '-0.5'):
+        with pytest.raises(bdp.UnitError) as info:
+            bdp.memory_plan(4, 10 ** 6, memory_share=value, names={'memory_share': 'tcp_buffers_memory_share'})
+        assert only(check(tcp_buffers_memory_share=value)) == str(info.value)
+    for value in ('0.25', '.5', 1, ' 0.5 ', '2.5e-1'):
+        assert check(tcp_buffers_memory_share=value) == []
+        bdp.memory_plan(4, 10 ** 6, memory_share=value)
 
 
 @pytest.mark.parametrize('value, reason', [
@@ -269,18 +336,27 @@ def test_a_rate_that_is_set_is_checked_even_where_it_is_not_needed():
 
 @pytest.mark.parametrize('value, reason', [
     ('BBR', 'is not a congestion control name'), ('tcp bbr', 'is not a congestion control name'),
-    ('', 'is not a congestion control name'), ('a' * 16, 'is not a congestion control name'),
-    (1, 'is a number, not a string'),
+    ('', 'is not a congestion control name'), ('bbr-2', 'is not a congestion control name'),
+    ('a' * 16, 'is longer than 15 characters'), (1, 'is a number, not a string'),
 ])
 def test_algorithm(value, reason):
     message = only(check(bbr_algorithm=value))
-    assert_message(message, 'bbr_algorithm', vi.show(value), 'the kernel name of a TCP congestion control')
+    assert_message(message, 'bbr_algorithm', vi.show(value), kmod.CONGESTION_CONTROL_HELP)
     assert reason in message
+    if isinstance(value, str):
+        assert message == 'bbr_algorithm: %s %s; expected %s.' % (
+            vi.show(value), kmod.congestion_control_name(value), kmod.CONGESTION_CONTROL_HELP)
 
 
-@pytest.mark.parametrize('value', ['bbr', 'cubic', 'htcp', 'bbr2', 'dctcp'])
+@pytest.mark.parametrize('value', ['bbr', 'cubic', 'htcp', 'bbr2', 'dctcp', 'a' * 15])
 def test_algorithm_accepted(value):
     assert check(bbr_algorithm=value) == []
+
+
+def test_one_congestion_control_name_rule():
+    # the validation play, tcp_congestion (main) and sysctl_dropin (check_congestion_control) use the same helper
+    assert tcp_congestion.congestion_control_name is kmod.congestion_control_name
+    assert sysctl_dropin.congestion_control_name is kmod.congestion_control_name
 
 
 @pytest.mark.parametrize('name', ['bbr_sysctl_file', 'bbr_modules_load_file', 'tcp_buffers_sysctl_file',
@@ -292,6 +368,34 @@ def test_paths(name, value, reason):
     message = only(check(**{name: value}))
     assert_message(message, name, repr(value), 'an absolute path (starting with /)')
     assert reason in message
+
+
+@pytest.mark.parametrize('variables, other', [
+    ({'tcp_buffers_sysctl_file': '/etc/sysctl.d/./90-bdp-wan-tune-bbr.conf'}, 'bbr_sysctl_file'),
+    ({'tcp_buffers_sysctl_file': '/etc//sysctl.d/90-bdp-wan-tune-bbr.conf'}, 'bbr_sysctl_file'),
+    ({'tcp_buffers_sysctl_file': '//etc/sysctl.d/90-bdp-wan-tune-bbr.conf'}, 'bbr_sysctl_file'),
+    ({'tcp_buffers_sysctl_file': '/etc/sysctl.d/x/../90-bdp-wan-tune-bbr.conf'}, 'bbr_sysctl_file'),
+    ({'bbr_sysctl_file': '/etc/sysctl.d/./x.conf', 'tcp_buffers_sysctl_file': '/etc/sysctl.d/x.conf'},
+     'bbr_sysctl_file'),
+    ({'bbr_modules_load_file': '/etc/x.conf', 'bbr_sysctl_file': '/etc/./x.conf'}, 'bbr_sysctl_file'),
+])
+def test_owned_files_are_compared_by_their_normalised_paths(variables, other):
+    message = only(check(**variables))
+    assert ' is also %s' % other in message, message
+    assert 'expected a file of its own for each role.' in message
+
+
+@pytest.mark.parametrize('path', ['/etc/./sysctl.conf', '/etc/sysctl.d/../sysctl.conf', '//etc/sysctl.conf',
+                                  '/etc/sysctl.d/./99-sysctl.conf'])
+def test_the_administrators_file_is_found_behind_dots(path):
+    message = only(check(tcp_buffers_sysctl_file=path))
+    assert message.startswith("tcp_buffers_sysctl_file: %s is the administrator's sysctl file" % vi.show(path))
+
+
+def test_normalise():
+    assert vi.normalise('/etc/sysctl.d/./x.conf') == '/etc/sysctl.d/x.conf'
+    assert vi.normalise('//etc//sysctl.d/x.conf') == '/etc/sysctl.d/x.conf'
+    assert vi.normalise('/etc/sysctl.d/a/../x.conf') == '/etc/sysctl.d/x.conf'
 
 
 def test_owned_files_end_in_conf_and_are_distinct():
@@ -306,13 +410,27 @@ def test_owned_files_end_in_conf_and_are_distinct():
 
 
 @pytest.mark.parametrize('name', ['bbr_interfaces', 'jumbo_mtu_interfaces'])
-@pytest.mark.parametrize('value, index, shown', [
-    (['eth0', 'bad name'], 1, "'bad name'"), (['eth0/1'], 0, "'eth0/1'"), (['a' * 16], 0, repr('a' * 16)),
-    (['eth0:1'], 0, "'eth0:1'"), ([''], 0, "''"), (['..'], 0, "'..'"), ([5], 0, '5'),
+@pytest.mark.parametrize('value, index', [
+    (['eth0', 'bad name'], 1), (['eth0/1'], 0), (['a' * 16], 0), (['eth0:1'], 0), ([''], 0), (['..'], 0),
 ])
-def test_interface_names(name, value, index, shown):
+def test_interface_names(name, value, index):
+    # linkmtu.check_ifname, which the link_mtu module runs before it changes anything, refuses them in its words
     message = only(check(**{name: value}))
-    assert_message(message, '%s[%d]' % (name, index), shown, 'a Linux interface name: 1 to 15 characters')
+    with pytest.raises(linkmtu.MtuError) as info:
+        linkmtu.check_ifname(value[index])
+    assert message == '%s[%d]: %s' % (name, index, info.value)
+    assert 'is not a Linux interface name (1 to 15 characters, no spaces, "/" or ":")' in message
+
+
+@pytest.mark.parametrize('name', ['bbr_interfaces', 'jumbo_mtu_interfaces'])
+def test_an_interface_that_is_not_a_string(name):
+    message = only(check(**{name: ['eth0', 5]}))
+    assert_message(message, '%s[1]' % name, '5 is a number, not a string', 'a Linux interface name: 1 to 15')
+
+
+def test_a_long_interface_name_is_shortened():
+    message = only(check(bbr_interfaces=['x' * 5000]))
+    assert len(message) < 300 and '(5000 characters)' in message
 
 
 @pytest.mark.parametrize('name', ['bbr_interfaces', 'jumbo_mtu_interfaces', 'jumbo_mtu_peers'])
@@ -326,17 +444,58 @@ def test_interfaces_accepted():
     assert check(bbr_interfaces=['eth0', 'ens3', 'bond0.100', 'wg-dc1'], jumbo_mtu_interfaces=[]) == []
 
 
-@pytest.mark.parametrize('value, shown', [
-    (70000, '70000'), ('70000', '70000'), ('100', '100'), (575, '575'), (65536, '65536'), ('9k', '9k'),
-    ('jumbo', 'jumbo'), ('9000.5', '9000.5'), (True, 'true'), ('', "''"), ('9' * 50, repr('9' * 40) + '... (50 characters)'),
+@pytest.mark.parametrize('value, words', [
+    (70000, '70000 is outside 576..65535'), ('70000', '70000 is outside 576..65535'),
+    ('100', '100 is outside 576..65535'), (575, '575 is outside 576..65535'), (65536, '65536 is outside'),
+    ('9k', "'9k' is not a whole number of bytes in digits 0-9 only (no sign, spaces or decimal point)"),
+    ('jumbo', "'jumbo' is not a whole number"), ('9000.5', "'9000.5' is not a whole number"),
+    ('+9000', "'+9000' is not a whole number"), (' 9000', "' 9000' is not a whole number"),
+    ('9000 ', "'9000 ' is not a whole number"), ('9000.0', "'9000.0' is not a whole number"),
+    (9000.0, '9000.0 is not a whole number of bytes in digits 0-9 only (no decimal point)'),
+    (9000.5, '9000.5 is not a whole number'), ('9e3', "'9e3' is not a whole number"),
+    ('\uff19\uff10\uff10\uff10', 'is not a whole number'), ('\u00b2', 'is not a whole number'),
+    ('', "'' is not a whole number"),
+    ('9' * 50, repr('9' * 40) + '... (50 characters) is outside 576..65535'),
 ])
-def test_mtu(value, shown):
-    # the wording (and the bare value) the jumbo_mtu role has always used: tests/integration/test_jumbo_lab.py
+def test_mtu(value, words):
+    # linkmtu.parse_mtu's own message, under the name the user set (tests/integration/test_jumbo_lab.py)
     message = only(check(mtu=value, play_peers=lambda: [('b', 'inventory name of host b')]))
-    assert message.startswith('jumbo_mtu_target (-e mtu=...): %s is not usable; expected %s.'
-                              % (shown, linkmtu.MTU_HELP)), message
+    with pytest.raises(linkmtu.MtuError) as info:
+        linkmtu.parse_mtu(value, 'jumbo_mtu_target (-e mtu=...)')
+    assert message == str(info.value)
+    assert message.startswith('jumbo_mtu_target (-e mtu=...): '), message
+    assert words in message and message.endswith('; expected %s.' % linkmtu.MTU_HELP), message
     message = only(check(jumbo_mtu_target=value, play_peers=lambda: [('b', 'inventory name of host b')]))
-    assert message.startswith('jumbo_mtu_target: %s is not usable' % shown)
+    assert message.startswith('jumbo_mtu_target: ') and words in message
+
+
+def test_mtu_that_is_not_a_number():
+    message = only(check(mtu=True, play_peers=lambda: [('b', 'inventory name of host b')]))
+    assert message == 'jumbo_mtu_target (-e mtu=...): true is a boolean, not a whole number of bytes; expected %s.' % (
+        linkmtu.MTU_HELP)
+
+
+MTU_ACCEPTED = ['9000', 9000, 576, 65535, '576', '65535', '09000', '0' * 50 + '9000']
+MTU_REFUSED = ['+9000', ' 9000', '9000 ', 9000.0, '9000.0', '9e3', '0x2328', '\uff19\uff10\uff10\uff10', '\u00b2', '',
+               9000.5, '-9000', '9_000', 575, 65536, 10 ** 5000, '9' * 5000]
+
+
+@pytest.mark.parametrize('value, accepted', [(value, True) for value in MTU_ACCEPTED] +
+                         [(value, False) for value in MTU_REFUSED],
+                         ids=['accepted-%d' % index for index in range(len(MTU_ACCEPTED))] +
+                         ['refused-%d' % index for index in range(len(MTU_REFUSED))])
+def test_mtu_plugin_and_module_agree(value, accepted):
+    # the validation play accepts exactly what linkmtu.parse_mtu (the link_mtu module's check) accepts:
+    # an integer or a string of the digits 0-9 only
+    try:
+        linkmtu.parse_mtu(value, 'mtu')
+        module_accepts = True
+    except linkmtu.MtuError:
+        module_accepts = False
+    problems = check(mtu=value, play_peers=lambda: [('b', 'inventory name of host b')])
+    assert module_accepts is accepted
+    assert (problems == []) is accepted, problems
+    assert all(len(item) < 500 for item in problems)
 
 
 @pytest.mark.parametrize('value', ['all', 'dc1:&transfer', ['a', 'b']])
@@ -354,13 +513,41 @@ def test_bad_host_patterns(value):
 def test_peers_from_the_play_are_checked_with_their_origin():
     message = only(check(mtu='9000', play_peers=peers(('198.18.0.2', 'ansible_host of host b'),
                                                       ('bad host', 'jumbo_mtu_address of host c'))))
-    assert message == ('jumbo_mtu_address of host c: peer bad host is neither an IP address nor a host name; '
-                       'expected %s.' % linkmtu.PEER_HELP)
+    assert message == ("jumbo_mtu_address of host c: peer 'bad host' is neither an IP address nor a valid host "
+                       'name; expected %s.' % linkmtu.PEER_HELP)
 
 
 def test_peers_set_are_checked_by_index():
     message = only(check(mtu='9000', jumbo_mtu_peers=['198.18.0.2', 'bad..name', 'dc2-b.example']))
-    assert_message(message, 'jumbo_mtu_peers[1]', 'peer bad..name is neither', linkmtu.PEER_HELP)
+    assert_message(message, 'jumbo_mtu_peers[1]', "peer 'bad..name' is neither", linkmtu.PEER_HELP)
+
+
+@pytest.mark.parametrize('peer, reason', [
+    ('224.0.0.1', 'is not a unicast address'), ('ff02::1', 'is not a unicast address'),
+    ('0.0.0.0', 'is not a unicast address'), ('::', 'is not a unicast address'),
+    ('bad..name', 'is neither an IP address nor a valid host name'), ('1.2.3', 'is neither'), (' ', 'is not usable'),
+])
+def test_peers_are_refused_in_the_words_of_parse_peer(peer, reason):
+    # linkmtu.parse_peer, which the link_mtu module runs before it changes anything, gives the message
+    with pytest.raises(linkmtu.MtuError) as info:
+        linkmtu.parse_peer(peer)
+    assert reason in str(info.value)
+    message = only(check(mtu='9000', jumbo_mtu_peers=['198.18.0.2', peer]))
+    assert message == 'jumbo_mtu_peers[1]: %s' % info.value
+    message = only(check(mtu='9000', play_peers=peers((peer, 'jumbo_mtu_address of host c'))))
+    assert message == 'jumbo_mtu_address of host c: %s' % info.value
+
+
+def test_a_peer_that_is_not_a_string():
+    message = only(check(mtu='9000', jumbo_mtu_peers=[5]))
+    assert message == 'jumbo_mtu_peers[0]: peer 5 is a number, not a string; expected %s.' % linkmtu.PEER_HELP
+    message = only(check(mtu='9000', play_peers=peers((5, 'jumbo_mtu_address of host c'))))
+    assert message == 'jumbo_mtu_address of host c: peer 5 is not usable; expected %s.' % linkmtu.PEER_HELP
+
+
+def test_a_long_peer_is_shortened():
+    message = only(check(mtu='9000', jumbo_mtu_peers=['x' * 5000]))
+    assert len(message) < 300 and '(5000 characters)' in message
 
 
 def test_every_bad_peer_is_listed():
@@ -490,7 +677,7 @@ def test_action_templates_the_values_and_reports_every_problem():
     assert lines[0] == 'Inputs of host a are not usable (3 problems):'
     assert lines[1].startswith("- bbr_qdisc: 'fq_codel' is not one of the choices")
     assert lines[2].startswith("- tcp_buffers_rate (-e rate=...): '1GB' is in bytes")
-    assert lines[3].startswith("- tcp_buffers_flows: 'four' is not a whole number")
+    assert lines[3].startswith("- tcp_buffers_flows: 'four' is not usable; expected %s" % bdp.FLOWS_HELP)
     assert lines[-1] == 'Nothing was changed on any host.'
     assert not INTERNAL.search(result['msg'])
 
@@ -513,7 +700,8 @@ def test_action_takes_the_peers_from_the_other_hosts():
     result = run_action({'inventory_hostname': 'a', 'rate': '1g', 'rtt': '98', 'mtu': '9000',
                          'ansible_play_hosts_all': ['a', 'b', 'c'], 'hostvars': hostvars})
     assert result['failed'] is True
-    assert '- jumbo_mtu_address of host b: peer bad host is neither an IP address nor a host name' in result['msg']
+    assert ("- jumbo_mtu_address of host b: peer 'bad host' is neither an IP address nor a valid host name"
+            in result['msg'])
     assert 'of host c' not in result['msg']
 
 

@@ -1,8 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, bdp.wan_tune contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Kernel features (plugins/module_utils/kmod.py): kernel_config() from /proc/config.gz or /boot/config-*, and
-loaded(). Kernel (sources, modprobe) is tested through tcp_congestion and sysctl_dropin."""
+"""Kernel features (plugins/module_utils/kmod.py): kernel_config() from /proc/config.gz or /boot/config-*,
+loaded(), and congestion_control_name(), the one rule for a congestion control's name. Kernel (sources, modprobe)
+is tested through tcp_congestion and sysctl_dropin."""
 
 from __future__ import annotations
 
@@ -108,3 +109,40 @@ def test_loaded_looks_for_initstate(monkeypatch):
     assert kmod.loaded('tcp_bbr') is True
     assert kmod.loaded('sch_fq') is False
     assert asked == ['/sys/module/tcp_bbr/initstate', '/sys/module/sch_fq/initstate']
+
+
+# --------------------------------------------------------------------------- congestion control names
+
+@pytest.mark.parametrize('name', ['bbr', 'cubic', 'reno', 'bbr2', 'dctcp', 'highspeed', 'htcp', 'westwood', 'cdg',
+                                  'a' * 15, 'x_1'])
+def test_congestion_control_names(name):
+    assert kmod.congestion_control_name(name) is None
+
+
+@pytest.mark.parametrize('name, reason', [
+    ('BBR', 'is not a congestion control name'), ('bbr;reboot', 'is not a congestion control name'),
+    ('tcp bbr', 'is not a congestion control name'), ('', 'is not a congestion control name'),
+    ('../bbr', 'is not a congestion control name'), ('bbr-2', 'is not a congestion control name'),
+    ('bbr\tcubic', 'is not a congestion control name'), ('bbr\n', 'is not a congestion control name'),
+    ('b\u00e9r', 'is not a congestion control name'), ('\uff42br', 'is not a congestion control name'),
+    ('a' * 16, 'is longer than 15 characters, the longest congestion control name the kernel takes '
+               '(TCP_CA_NAME_MAX is 16 bytes with the terminating NUL)'),
+    (None, 'is not a string'), (1, 'is not a string'), (['bbr'], 'is not a string'),
+])
+def test_congestion_control_names_refused(name, reason):
+    assert kmod.congestion_control_name(name) == reason
+
+
+def test_the_longest_name_is_the_kernels():
+    # include/net/tcp.h: #define TCP_CA_NAME_MAX 16 (with the NUL)
+    assert kmod.CONGESTION_CONTROL_NAME_MAX == 15
+    assert '15' in kmod.CONGESTION_CONTROL_HELP
+
+
+def test_every_user_of_the_name_rule_shares_it():
+    from ansible_collections.bdp.wan_tune.plugins.action import validate_inputs
+    from ansible_collections.bdp.wan_tune.plugins.modules import sysctl_dropin, tcp_congestion
+
+    assert tcp_congestion.congestion_control_name is kmod.congestion_control_name
+    assert sysctl_dropin.congestion_control_name is kmod.congestion_control_name
+    assert validate_inputs._kmod is kmod

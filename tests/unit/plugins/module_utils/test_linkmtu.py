@@ -40,8 +40,8 @@ def links(*items):
 
 # --------------------------------------------------------------------------- input
 
-@pytest.mark.parametrize('value, expected', [(9000, 9000), ('9000', 9000), (' 1500 ', 1500), (576, 576),
-                                             (65535, 65535), (9000.0, 9000)])
+@pytest.mark.parametrize('value, expected', [(9000, 9000), ('9000', 9000), ('1500', 1500), (576, 576),
+                                             (65535, 65535), ('09000', 9000)])
 def test_parse_mtu_accepts(value, expected):
     assert linkmtu.parse_mtu(value) == expected
 
@@ -53,6 +53,11 @@ def test_parse_mtu_accepts(value, expected):
     (True, 'True is not usable'),
     (None, 'None is not usable'),
     (9000.5, 'not a whole number'),
+    (9000.0, '9000.0 is not a whole number of bytes in digits 0-9 only'),
+    (' 1500 ', "' 1500 ' is not a whole number of bytes in digits 0-9 only"),
+    ('+9000', "'+9000' is not a whole number"),
+    ('\u00b2', 'is not a whole number'),
+    ('9' * 5000, '(5000 characters) is outside 576..65535'),
     ([9000], 'is not usable'),
 ])
 def test_parse_mtu_refuses_with_the_value_and_the_range(value, words):
