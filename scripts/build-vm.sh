@@ -5,7 +5,7 @@
 # Per suite, in .cache/vm/SUITE/: disk.img (raw ext4, the pristine host; tests boot a
 # qcow2 overlay over it), vmlinuz, initrd.img, and the root login key id_ed25519.
 # A suite is rebuilt when this script changes (its hash is in .cache/vm/SUITE/stamp).
-# Suites are built in parallel (about 3-4 min, about 900 MB each).
+# Suites are built in parallel (about 2.5 min here, about 900 MB each).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
