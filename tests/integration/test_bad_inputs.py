@@ -21,7 +21,10 @@ import subprocess
 import sys
 
 import pytest
+
 import yaml
+
+from procsys import proc, read, write
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PLAYBOOK = os.path.join(ROOT, 'playbooks', 'wan_tune.yml')
@@ -34,20 +37,6 @@ NOTHING_CHANGED = 'Nothing was changed on any host.'
 BOOL_HELP = 'expected true or false (also yes/no, on/off or 1/0, in any case)'
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason='runs the roles on the controller: needs root')
-
-
-def proc(key):
-    return os.path.join('/proc/sys', *key.split('.'))
-
-
-def read(key):
-    with open(proc(key)) as handle:
-        return ' '.join(handle.read().split())
-
-
-def write(key, value):
-    with open(proc(key), 'w') as handle:
-        handle.write(value)
 
 
 def live():

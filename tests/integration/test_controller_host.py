@@ -18,6 +18,9 @@ import sys
 
 import pytest
 
+from procsys import proc, read, write
+
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PLAYBOOK = os.path.join(ROOT, 'playbooks', 'wan_tune.yml')
 KEYS = ('net.core.rmem_max', 'net.core.wmem_max', 'net.core.netdev_max_backlog', 'net.ipv4.tcp_rmem',
@@ -26,20 +29,6 @@ KEYS = ('net.core.rmem_max', 'net.core.wmem_max', 'net.core.netdev_max_backlog',
 BUFFER = 98000000  # 8 x BDP (the default headroom) for 1 Gbit/s x 98 ms
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason='writes /proc/sys: needs root on the controller')
-
-
-def proc(key):
-    return os.path.join('/proc/sys', *key.split('.'))
-
-
-def read(key):
-    with open(proc(key)) as handle:
-        return ' '.join(handle.read().split())
-
-
-def write(key, value):
-    with open(proc(key), 'w') as handle:
-        handle.write(value)
 
 
 @pytest.fixture
