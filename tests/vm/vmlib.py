@@ -247,7 +247,8 @@ class VM(object):
 VOLATILE = re.compile(r'^(kernel\.random\.|kernel\.ns_last_pid|kernel\.pty\.nr|fs\.(dentry-state|file-nr|inode-nr|inode-state|'
                       r'aio-nr|quota\.)|net\.netfilter\.nf_conntrack_count|kernel\.tainted|'
                       r'net\.ipv4\.tcp_fastopen_key|net\.ipv6\.conf\.[^.]+\.stable_secret|kernel\.core_uses_pid|'
-                      r'vm\.(stat_refresh|nr_|user_reserve_kbytes|admin_reserve_kbytes|min_free_kbytes)|kernel\.perf_event_max_sample_rate|kernel\.sched_domain)')
+                      r'vm\.(stat_refresh|nr_|user_reserve_kbytes|admin_reserve_kbytes|min_free_kbytes)|'
+                      r'kernel\.perf_event_max_sample_rate|kernel\.sched_domain)')
 
 SNAPSHOT = r"""
 echo '=== sysctl'; sysctl -a 2>/dev/null | sort
