@@ -16,8 +16,6 @@ import re
 import subprocess
 import sys
 
-import pytest
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import vmlib  # noqa: E402  pylint: disable=wrong-import-position
 
@@ -45,24 +43,6 @@ class RealHost(object):
     SUITE = None
     WAN = None
     ADMIN_FILE = None        # where the admin's lower tcp_rmem goes for the override step
-
-    # ------------------------------------------------------------------ fixtures
-    @pytest.fixture(scope='class')
-    def host(self, tmp_path_factory):
-        workdir = str(tmp_path_factory.mktemp('vm-%s' % self.SUITE))
-        vm = vmlib.VM(self.SUITE, workdir, wan=self.WAN)
-        try:
-            vm.start()
-            vm.control = vm.interface(vmlib.CONTROL_MAC)
-            vm.wan_nic = vm.interface(vm.wan_mac)
-            vm.peer = self.WAN[1].split('/')[0]
-            vm.inv = vm.inventory(os.path.join(workdir, 'inventory.json'),
-                                  bbr_interfaces=[vm.control, vm.wan_nic])
-            vm.stock = vmlib.snapshot(vm)
-            ORIGINAL[self.SUITE] = dict((key, self.sysctl(vm, key)) for key in KEYS)
-            yield vm
-        finally:
-            vm.stop()
 
     @staticmethod
     def sysctl(vm, key):
