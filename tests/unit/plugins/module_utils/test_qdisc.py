@@ -9,29 +9,25 @@ the others are built in the same format.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from ansible_collections.bdp.wan_tune.plugins.module_utils import qdisc
 
 TC = '/usr/sbin/tc'
 
+
+def _recorded(name):
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'fixtures', 'tc', name)) as handle:
+        return handle.read()
+
+
 # recorded: `tc qdisc show` on a stock host (default_qdisc fq_codel)
-STOCK = """\
-qdisc noqueue 0: dev lo root refcnt 2
-qdisc fq_codel 0: dev ens3 root refcnt 2 limit 10240p flows 1024 quantum 1514 target 5ms interval 100ms memory_limit 32Mb ecn drop_batch 64
-qdisc mq 0: dev ens4 root
-qdisc fq_codel 0: dev ens4 parent :2 limit 10240p flows 1024 quantum 1514 target 5ms interval 100ms memory_limit 32Mb ecn drop_batch 64
-qdisc fq_codel 0: dev ens4 parent :1 limit 10240p flows 1024 quantum 1514 target 5ms interval 100ms memory_limit 32Mb ecn drop_batch 64
-"""  # noqa: E501
+STOCK = _recorded('stock.txt')
 
 # recorded: `tc qdisc show` after default_qdisc=fq and a reset of both (what a reboot with default_qdisc=fq gives)
-REBOOTED = """\
-qdisc noqueue 0: dev lo root refcnt 2
-qdisc fq 0: dev ens3 root refcnt 2 limit 10000p flow_limit 100p buckets 1024 orphan_mask 1023 quantum 3028b initial_quantum 15140b low_rate_threshold 550Kbit refill_delay 40ms timer_slack 10us horizon 10s horizon_drop
-qdisc mq 0: dev ens4 root
-qdisc fq 0: dev ens4 parent :2 limit 10000p flow_limit 100p buckets 1024 ...
-qdisc fq 0: dev ens4 parent :1 limit 10000p flow_limit 100p buckets 1024 ...
-"""  # noqa: E501
+REBOOTED = _recorded('rebooted.txt')
 
 # recorded: `tc qdisc show dev ens4` after `replace root handle 1: mq` + `replace parent 1:1 fq` + `replace parent 1:2 fq`
 ENS4_MQ_FQ = """\

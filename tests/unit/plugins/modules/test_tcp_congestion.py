@@ -47,22 +47,15 @@ def default_route(name):
     return ROUTE.splitlines(True)[0] + '%s\t00000000\t010200C0\t0003\t0\t0\t100\t00000000\t0\t0\t0\n' % name
 
 
+def _recorded(name):
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'fixtures', 'tc', name)) as handle:
+        return handle.read()
+
+
 # Recorded on a Debian VM (kernel 6.12; ens4 is a 2-queue virtio NIC): `tc qdisc show` of a stock host.
-STOCK_SHOW = """\
-qdisc noqueue 0: dev lo root refcnt 2
-qdisc fq_codel 0: dev ens3 root refcnt 2 limit 10240p flows 1024 quantum 1514 target 5ms interval 100ms memory_limit 32Mb ecn drop_batch 64
-qdisc mq 0: dev ens4 root
-qdisc fq_codel 0: dev ens4 parent :2 limit 10240p flows 1024 quantum 1514 target 5ms interval 100ms memory_limit 32Mb ecn drop_batch 64
-qdisc fq_codel 0: dev ens4 parent :1 limit 10240p flows 1024 quantum 1514 target 5ms interval 100ms memory_limit 32Mb ecn drop_batch 64
-"""  # noqa: E501
+STOCK_SHOW = _recorded('stock.txt')
 # The same after a reboot with default_qdisc=fq (the children's lines were shortened when recorded).
-REBOOTED_SHOW = """\
-qdisc noqueue 0: dev lo root refcnt 2
-qdisc fq 0: dev ens3 root refcnt 2 limit 10000p flow_limit 100p buckets 1024 orphan_mask 1023 quantum 3028b initial_quantum 15140b low_rate_threshold 550Kbit refill_delay 40ms timer_slack 10us horizon 10s horizon_drop
-qdisc mq 0: dev ens4 root
-qdisc fq 0: dev ens4 parent :2 limit 10000p flow_limit 100p buckets 1024 ...
-qdisc fq 0: dev ens4 parent :1 limit 10000p flow_limit 100p buckets 1024 ...
-"""  # noqa: E501
+REBOOTED_SHOW = _recorded('rebooted.txt')
 
 # FakeNet.state() of those two hosts: root kind and handle, then the children of mq in queue order
 STOCK = {'lo': 'noqueue 0:', 'ens3': 'fq_codel 0:', 'ens4': 'mq 0: fq_codel 0: fq_codel 0:'}
