@@ -30,6 +30,7 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.bdp.wan_tune.plugins.module_utils import bdp as _bdp
 from ansible_collections.bdp.wan_tune.plugins.module_utils import kmod as _kmod
 from ansible_collections.bdp.wan_tune.plugins.module_utils import linkmtu as _linkmtu
+from ansible_collections.bdp.wan_tune.plugins.module_utils import pathprobe as _pathprobe
 
 ROLES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), 'roles')
 ROLES = ('bbr', 'tcp_buffers', 'jumbo_mtu')       # in the order the playbook runs them
@@ -40,7 +41,18 @@ PLAYBOOK_OPTIONS = {
     'wan_tune_become': {'type': 'bool', 'default': True},
     'wan_tune_hosts': {'type': 'raw', 'default': 'all'},
     'jumbo_mtu_enabled': {'type': 'bool', 'default': False},
+    'wan_tune_serial': {'type': 'raw', 'default': '100%'},
+    'wan_tune_max_fail_percentage': {'type': 'int', 'default': 100},
+    'wan_tune_canary': {'type': 'bool', 'default': False},
+    'wan_tune_canary_rollback': {'type': 'bool', 'default': False},
+    'wan_peer': {'type': 'str'},
+    'wan_peers': {'type': 'list', 'elements': 'str'},
 }
+# The role's rate and RTT also take auto (tasks/measure.yml); said after the parser's own message.
+AUTO_HINT = {'tcp_buffers_rate': ' Or auto: the link speed of the NIC towards the peers.',
+             'tcp_buffers_rtt': ' Or auto: measured to the peers.'}
+SERIAL_HELP = ('a batch size or a list of them, each a whole number (1 or more) or a percentage (1% to 100%): 1, '
+               '"10%", [1, "10%", "50%"], or on the command line -e wan_tune_serial=1,10%,50%')
 # Variables the playbook documents as its inputs; a role default built from one names it: tcp_buffers_rate (-e rate=...).
 PLAYBOOK_INPUTS = ('rate', 'rtt', 'mtu')
 
@@ -56,9 +68,12 @@ LIST_HINT = (" In inventory write a YAML list (%(name)s: [a, b]); on the command
              "-e '{\"%(name)s\": [\"a\", \"b\"]}'.")
 # Whole numbers read by bdp.whole_number, and their ranges: (lowest, highest or None, what is accepted).
 INT_RANGES = {
+    'tcp_buffers_probe_port': (1, 65535, 'a TCP port: a whole number from 1 to 65535 (default 22)'),
     'jumbo_mtu_proof_port': (1, 65535, 'a TCP port: a whole number from 1 to 65535 (default 45219)'),
     'jumbo_mtu_confirm_timeout': (10, None, 'a whole number of seconds, 10 or more (default 180); the whole play '
                                             'must fit in it'),
+    'wan_tune_max_fail_percentage': (0, 100, 'a whole percentage from 0 to 100 (default 100: a batch goes on while '
+                                             'any of its hosts succeeds)'),
     'jumbo_mtu_probe_count': (1, None, 'a whole number of ICMP echoes per probe size, 1 or more (default 3)'),
     'jumbo_mtu_platform_max_mtu': (0, _linkmtu.MAX_MTU, '0 (no limit of your own) or an MTU from %d to %d'
                                    % (_linkmtu.MIN_MTU, _linkmtu.MAX_MTU)),
@@ -291,6 +306,24 @@ def to_whole(var, name, value):
     return number
 
 
+def serial_batches(value):
+    """wan_tune_serial as the play's serial list: '1,10%' and [1, '10%'] -> ['1', '10%'] (each checked)."""
+    items = value.split(',') if isinstance(value, str) else value if isinstance(value, (list, tuple)) else [value]
+    batches = []
+    for item in items:
+        if isinstance(item, bool) or not isinstance(item, (int, str)):
+            raise Refusal('is %s, not a batch size' % kind(item), SERIAL_HELP)
+        text = str(item).strip()
+        number = text[:-1] if text.endswith('%') else text
+        if not number.isdigit() or int(number) < 1 or (text.endswith('%') and int(number) > 100):
+            raise Refusal('is not a batch size' if len(items) == 1 else 'has the batch size %s' % show(item),
+                          SERIAL_HELP)
+        batches.append(text)
+    if not batches:
+        raise Refusal('is empty', SERIAL_HELP)
+    return batches
+
+
 # ----------------------------------------------------------------------------- checks
 
 def _message(name, value, reason, accepted, hint='', label=''):
@@ -324,6 +357,10 @@ def convert(var, name, value, option, problems):
         problems.append('%s: its value could not be templated: %s' % (name, _short_error(value.error)))
         return None
     try:
+        if var in ('tcp_buffers_rate', 'tcp_buffers_rtt') and _pathprobe.is_auto(value):
+            return _pathprobe.AUTO
+        if var == 'wan_tune_serial':
+            return serial_batches(value)
         if var in PARSERS:
             what, accepted, parser = PARSERS[var]
             if isinstance(value, bool) or not isinstance(value, (int, float, str)):
@@ -369,7 +406,7 @@ def convert(var, name, value, option, problems):
             return text
         return value
     except (_bdp.UnitError, _linkmtu.MtuError) as exc:
-        problems.append(str(exc))
+        problems.append(str(exc) + AUTO_HINT.get(var, ''))
     except Refusal as exc:
         problems.append(_message(name, value, exc.reason, exc.accepted, exc.hint))
     return None
@@ -396,6 +433,8 @@ def check_host(variables, tcp_buffers=True, jumbo_mtu=True, play_peers=None, spe
         if var in ('tcp_buffers_rate', 'tcp_buffers_rtt') and not is_set and value == '':
             values[var] = None              # required only when tcp_buffers runs; see below
             continue
+        if not is_set and value is None and 'default' not in specs[var]:
+            continue                        # an optional inventory variable (wan_peer) that is not set
         if var == 'jumbo_mtu_address' and not is_set:
             values[var] = value             # Ansible's own ansible_host or inventory name; peers are checked below
             continue
@@ -413,7 +452,13 @@ def check_host(variables, tcp_buffers=True, jumbo_mtu=True, play_peers=None, spe
             if values[var] is None and not given[var]:
                 problems.append('%s is not set: pass -e %s or set %s for the host or its group; expected %s.'
                                 % (names[var], example, var, accepted))
-        if all(values.get(var) is not None for var in ('tcp_buffers_rate', 'tcp_buffers_rtt', 'tcp_buffers_headroom')):
+        auto = [var for var in ('tcp_buffers_rate', 'tcp_buffers_rtt') if values.get(var) == _pathprobe.AUTO]
+        if values.get('tcp_buffers_rtt') == _pathprobe.AUTO and not rtt_peers(values, play_peers):
+            problems.append('%s is auto, but the host has no peers to measure the round-trip time to: set wan_peers '
+                            '(inventory names or addresses) or wan_peer for the host, tcp_buffers_rtt_peers, or run the '
+                            'play on its peers too; or give the RTT, rtt=98.' % names['tcp_buffers_rtt'])
+        if not auto and all(values.get(var) is not None
+                            for var in ('tcp_buffers_rate', 'tcp_buffers_rtt', 'tcp_buffers_headroom')):
             try:
                 _bdp.buffer_plan(raw['tcp_buffers_rate'], raw['tcp_buffers_rtt'], raw['tcp_buffers_headroom'],
                                  names=names_for_plan(names))
@@ -464,6 +509,23 @@ def check_host(variables, tcp_buffers=True, jumbo_mtu=True, play_peers=None, spe
     return problems
 
 
+def rtt_peers(values, play_peers):
+    """Whether rtt=auto has peers: tcp_buffers_rtt_peers, wan_peers, wan_peer, or other hosts of the play."""
+    return bool(values.get('tcp_buffers_rtt_peers') or values.get('wan_peers') or values.get('wan_peer')
+                or (play_peers is not None and play_peers()))
+
+
+def no_hosts_check(pattern, matched, sources=None):
+    """The result of the play's host check: a warning when the host pattern matched no inventory host."""
+    if matched:
+        return {'changed': False, 'msg': '%d inventory hosts match %s.' % (matched, show(pattern))}
+    where = ', '.join(str(source) for source in sources or []) or 'no inventory'
+    warning = ('The play matched no hosts: the pattern %s (wan_tune_hosts, default all) matches no host of the '
+               'inventory (%s), so nothing is tuned. Pass an inventory with -i inventory.ini (README, Quick start), '
+               'or fix wan_tune_hosts or --limit.' % (show(pattern), where))
+    return {'changed': False, 'msg': warning, 'warnings': [warning]}
+
+
 def normalise(path):
     """``path`` normalised by its text (os.path.normpath; the host's links cannot be seen from here):
     /etc/sysctl.d/./x.conf, /etc//sysctl.d/x.conf and /etc/sysctl.d/a/../x.conf are all /etc/sysctl.d/x.conf, and so
@@ -490,7 +552,7 @@ class ActionModule(ActionBase):
 
     TRANSFERS_FILES = False
     _requires_connection = False
-    _VALID_ARGS = frozenset(('tcp_buffers', 'jumbo_mtu'))
+    _VALID_ARGS = frozenset(('tcp_buffers', 'jumbo_mtu', 'hosts_pattern', 'hosts_matched'))
 
     def _template(self, raw):
         try:
@@ -505,7 +567,12 @@ class ActionModule(ActionBase):
         dummy, args = self.validate_argument_spec(argument_spec=dict(
             tcp_buffers=dict(type='bool', default=True),
             jumbo_mtu=dict(type='bool', default=True),
+            hosts_pattern=dict(type='raw'),
+            hosts_matched=dict(type='int'),
         ))
+        if args['hosts_matched'] is not None:
+            return dict(result, **no_hosts_check(args['hosts_pattern'], args['hosts_matched'],
+                                                 task_vars.get('ansible_inventory_sources')))
         specs = load_specs()
         host = task_vars.get('inventory_hostname', '?')
         wanted = set(specs) | set(PLAYBOOK_INPUTS) | {'inventory_hostname', 'ansible_host'}

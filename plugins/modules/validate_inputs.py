@@ -15,8 +15,10 @@ version_added: 0.2.0
 description:
   - Checks every variable of the P(bdp.wan_tune.bbr#role), P(bdp.wan_tune.tcp_buffers#role) and
     P(bdp.wan_tune.jumbo_mtu#role) roles (the options of each role's C(meta/argument_specs.yml), with the defaults
-    of its C(defaults/main.yml)) and the playbook variables C(wan_tune_state), C(wan_tune_become), C(wan_tune_hosts)
-    and C(jumbo_mtu_enabled), as the host's variables give them.
+    of its C(defaults/main.yml)) and the playbook variables C(wan_tune_state), C(wan_tune_become), C(wan_tune_hosts),
+    C(jumbo_mtu_enabled), C(wan_tune_serial), C(wan_tune_max_fail_percentage), C(wan_tune_canary),
+    C(wan_tune_canary_rollback) and the inventory variables C(wan_peer) and C(wan_peers), as the host's variables
+    give them. C(rate) and C(rtt) may be V(auto); C(rtt=auto) needs peers.
   - Each value is templated and checked by its type (choices, booleans, whole numbers, numbers, absolute paths,
     lists) and then by its meaning with the one implementation the roles' filter and modules use, whose messages
     are passed on as they are. Rate, RTT, headroom, C(tcp_buffers_flows) and C(tcp_buffers_memory_share) are read
@@ -56,6 +58,15 @@ options:
         V(present).
     type: bool
     default: true
+  hosts_pattern:
+    description: With O(hosts_matched), the play's host pattern, shown in the warning.
+    type: raw
+  hosts_matched:
+    description:
+      - The number of inventory hosts the play's pattern matches. When given, only this is checked, and a warning
+        says that nothing will be tuned when it is 0 (C(ansible-playbook) without C(-i) runs against no host and
+        exits 0).
+    type: int
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.conn
@@ -104,6 +115,15 @@ EXAMPLES = r"""
       bdp.wan_tune.validate_inputs:
         tcp_buffers: false
         jumbo_mtu: false
+
+- name: Warn when the play will match no host
+  hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: Count the hosts the pattern matches
+      bdp.wan_tune.validate_inputs:
+        hosts_pattern: "{{ wan_tune_hosts | default('all') }}"
+        hosts_matched: "{{ query('ansible.builtin.inventory_hostnames', wan_tune_hosts | default('all')) | length }}"
 """
 
 RETURN = r"""

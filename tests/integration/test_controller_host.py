@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 
@@ -152,3 +153,31 @@ def test_a_failed_rollback_step_does_not_stop_the_others(host):
     output, changed = run('-e', 'wan_tune_state=absent')
     assert not os.path.exists(files['bbr_sysctl_file']) and not os.path.exists(bbr_record)
     assert read(cc) == before[cc]
+
+
+def test_rtt_auto_measures_records_and_rolls_back(host):
+    """rtt=auto over loopback: TCP handshakes to a closed port (the reset comes back after one round trip), the
+    plan sized for the rounded-up RTT, the RTT recorded and kept by a second run (0 changed), the record removed
+    by the rollback. Loopback's 0.1 ms gives buffers below the host's own, so the floors keep every live value."""
+    before, files, run = host
+    record = '/var/lib/bdp_wan_tune/path_probe.json'
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        port = sock.getsockname()[1]
+    args = ('-e', 'rtt=auto', '-e', 'wan_peer=127.0.0.1', '-e', 'tcp_buffers_probe_port=%d' % port, '-t', 'tcp_buffers')
+    output, changed = run(*args, '--check')
+    assert 'measured: RTT 0.1 ms (measured 0.' in output and '127.0.0.1 median' in output, output
+    assert not os.path.exists(record), 'check mode wrote the record'
+    output, changed = run(*args)
+    assert changed and changed > 0, output
+    assert 'BDP = 1 Gbit/s x 0.1 ms / 8' in output, output
+    with open(record) as handle:
+        assert json.load(handle) == {'127.0.0.1': 0.1}
+    with open(files['tcp_buffers_sysctl_file']) as handle:
+        assert 'RTT auto (0.1 ms measured)' in handle.read()
+    for key in ('net.core.rmem_max', 'net.ipv4.tcp_rmem'):
+        assert read(key) == before[key], 'the floor did not keep %s' % key
+    output, changed = run(*args)
+    assert changed == 0, 'second rtt=auto run changed something:\n' + output
+    output, changed = run('-e', 'tcp_buffers_state=absent', '-t', 'tcp_buffers')
+    assert not os.path.exists(record) and not os.path.exists(files['tcp_buffers_sysctl_file'])

@@ -710,3 +710,58 @@ def test_action_refuses_unknown_options():
 
     with pytest.raises(AnsibleActionFail):
         run_action({'inventory_hostname': 'a'}, args={'roles': ['bbr']})
+
+
+# ----------------------------------------------------------------------------- rate=auto, rtt=auto, rollout
+
+@pytest.mark.parametrize('variables', [{'rate': 'auto'}, {'rtt': 'auto', 'wan_peer': 'b'}, {'rtt': 'AUTO', 'wan_peers': ['b']},
+                                       {'rate': 'auto', 'rtt': 'auto', 'tcp_buffers_rtt_peers': ['198.18.0.2']}])
+def test_auto_is_accepted(variables):
+    assert check(**variables) == []
+
+
+def test_auto_rtt_with_peers_from_the_play():
+    assert check(rtt='auto', play_peers=peers(('198.18.0.2', 'ansible_host of host b'))) == []
+
+
+def test_auto_rtt_without_peers_says_what_to_set():
+    message = only(check(rtt='auto', play_peers=peers()))
+    assert message.startswith('tcp_buffers_rtt (-e rtt=...) is auto, but the host has no peers')
+    assert 'wan_peers' in message and 'rtt=98' in message
+
+
+def test_bad_rate_mentions_auto():
+    assert only(check(rate='fast')).endswith('Or auto: the link speed of the NIC towards the peers.')
+
+
+@pytest.mark.parametrize('value, batches', [('1', ['1']), ('1,10%,50%', ['1', '10%', '50%']), ([1, '10%'], ['1', '10%']),
+                                            (2, ['2']), ('100%', ['100%'])])
+def test_serial_batches(value, batches):
+    assert vi.serial_batches(value) == batches
+    assert check(wan_tune_serial=value) == []
+
+
+@pytest.mark.parametrize('value, shown', [('0', "'0'"), ('1,,2', "''"), ('150%', "'150%'"), ('ten', "'ten'"), ([1.5], '1.5')])
+def test_serial_refused(value, shown):
+    message = only(check(wan_tune_serial=value))
+    assert message.startswith('wan_tune_serial: ') and 'batch size' in message and '-e wan_tune_serial=1,10%,50%' in message
+
+
+@pytest.mark.parametrize('value, ok', [('0', True), ('100', True), ('25', True), ('101', False), ('-1', False), ('x', False)])
+def test_max_fail_percentage(value, ok):
+    problems = check(wan_tune_max_fail_percentage=value)
+    assert (problems == []) is ok, problems
+    if not ok:
+        assert only(problems).startswith('wan_tune_max_fail_percentage: ')
+
+
+def test_wan_peers_must_be_a_list():
+    assert only(check(wan_peers='b')).startswith('wan_peers: ')
+
+
+def test_no_hosts_matched_warns_with_the_fix():
+    result = vi.no_hosts_check('all', 0, ['/etc/ansible/hosts'])
+    assert result['changed'] is False and 'failed' not in result
+    assert result['warnings'] == [result['msg']]
+    assert "the pattern 'all'" in result['msg'] and '(/etc/ansible/hosts)' in result['msg'] and '-i inventory.ini' in result['msg']
+    assert vi.no_hosts_check('dc1', 3) == {'changed': False, 'msg': "3 inventory hosts match 'dc1'."}
