@@ -24,8 +24,8 @@ pytestmark = pytest.mark.skipif(not os.path.exists(BUILDER), reason='ansible-bui
 
 def test_ansible_builder_creates_the_context(tmp_path):
     tree = tmp_path / 'checkout'
-    shutil.copytree(ROOT, str(tree), ignore=shutil.ignore_patterns('.cache', '.venv', '.git', 'results', 'ee-build',
-                                                                    '__pycache__', '.pytest_cache', '*.tar.gz'))
+    skip = shutil.ignore_patterns('.cache', '.venv', '.git', 'results', 'ee-build', '__pycache__', '.pytest_cache', '*.tar.gz')
+    shutil.copytree(ROOT, str(tree), ignore=skip)
     subprocess.run([os.path.join(BIN, 'ansible-galaxy'), 'collection', 'build', '--output-path', 'ee-build'],
                    cwd=str(tree), check=True, capture_output=True, text=True)
     built = os.listdir(str(tree / 'ee-build'))
@@ -35,7 +35,7 @@ def test_ansible_builder_creates_the_context(tmp_path):
     assert wanted == built, 'ee/requirements.yml names %s, but galaxy.yml builds %s' % (wanted, built)
     context = tmp_path / 'context'
     proc = subprocess.run([BUILDER, 'create', '-f', 'execution-environment.yml', '--context', str(context)],
-                          cwd=str(tree), capture_output=True, text=True)
+                          cwd=str(tree), capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     with open(str(context / '_build' / 'bindep.txt')) as handle:
         assert any(line.startswith('iperf3 ') for line in handle)

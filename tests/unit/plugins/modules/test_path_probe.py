@@ -98,7 +98,7 @@ def test_rate_auto_reads_the_interface_towards_the_peer(run_module, tmp_path, mo
         commands.append(cmd)
         return 0, '198.18.0.2 dev wan0 src 198.18.0.1 uid 0\n    cache\n', ''
     monkeypatch.setattr(basic.AnsibleModule, 'run_command', run_command)
-    monkeypatch.setattr(pathprobe, 'read_speed_mbps', lambda name: {'wan0': 25000}.get(name))
+    monkeypatch.setattr(pathprobe, 'read_speed_mbps', {'wan0': 25000}.get)
     result = run_module(path_probe.main, {'peers': ['198.18.0.2'], 'rtt': False, 'rate': True,
                                           'state_dir': str(tmp_path)})
     assert result['rc'] == 0 and result['changed'] is False
