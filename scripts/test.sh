@@ -40,6 +40,8 @@ host() {
 lab() {
     stage "WAN lab: stock vs tuned over an emulated 1 Gbit/s, 98 ms link"
     python -m pytest tests/integration/test_lab_demo.py -q
+    stage "WAN lab: measured RTT (rtt=auto) and the rollout controls (batches, canary)"
+    python -m pytest tests/integration/test_rollout_lab.py -q
 }
 
 jumbo() {

@@ -925,10 +925,16 @@ def teardown(name=DEFAULT_NAME, state_dir=None, log=None):
                 done.append('removed container %s' % cname if proc.returncode == 0
                             else 'could not remove container %s: %s' % (cname, proc.stderr.strip()))
 
-    # 4. host sysctls (from the state file, or the per-boot record if the state is gone)
+    # 4. host sysctls (from the state file, or the per-boot record if the state is gone); while another lab is up it
+    #    still needs them (its containers start with the stock CUBIC), so the record passes to that lab instead
     changed = state.get('host_sysctls') or _load_host_record().get(name)
-    for note in restore_host_sysctls(changed):
-        done.append(note)
+    others = sorted(set(item[:-2] for item in list_netns() + list_containers() if item[-2:] in ('-a', '-b')) - {name})
+    if changed and others:
+        _update_host_record(others[0], dict(_load_host_record().get(others[0]) or {}, **changed))
+        done.append('host sysctls %s left to lab %s, which is still up' % (', '.join(sorted(changed)), others[0]))
+    else:
+        for note in restore_host_sysctls(changed):
+            done.append(note)
     _update_host_record(name, None)
 
     # 5. state

@@ -378,6 +378,8 @@ def test_host_record_survives_a_lost_state_dir(tmp_path, monkeypatch):
     monkeypatch.setattr(wanlab, 'read_sysctl', lambda key, netns_path=None: live[key])
     monkeypatch.setattr(wanlab, 'write_sysctl', lambda key, value, netns_path=None: live.__setitem__(key, value))
     name = 'bdp-lab-pytest-rec%d' % os.getpid()
+    monkeypatch.setattr(wanlab, 'list_netns', lambda prefix=wanlab.PREFIX: [])        # no other lab is up
+    monkeypatch.setattr(wanlab, 'list_containers', lambda prefix=wanlab.PREFIX: [])
     wanlab._update_host_record(name, {wanlab.ALLOWED_CC_KEY: {'original': 'reno bbr', 'set': 'reno bbr cubic'}})
     assert any('changed by lab %s' % name in f for f in wanlab.leftovers(str(tmp_path / 'state')))
     done = wanlab.teardown(name, str(tmp_path / 'state'))
@@ -385,6 +387,29 @@ def test_host_record_survives_a_lost_state_dir(tmp_path, monkeypatch):
     assert any('restored' in d for d in done)
     assert not os.path.exists(record)
     assert not [f for f in wanlab.leftovers(str(tmp_path / 'state')) if name in f]
+
+
+def test_host_sysctls_pass_to_a_lab_that_is_still_up(tmp_path, monkeypatch):
+    """A lab that goes down while another is up leaves CUBIC allowed: the other lab's containers still need it."""
+    record = str(tmp_path / 'host.json')
+    monkeypatch.setattr(wanlab, 'HOST_RECORD', record)
+    live = {wanlab.ALLOWED_CC_KEY: 'reno bbr cubic'}
+    monkeypatch.setattr(wanlab, 'read_sysctl', lambda key, netns_path=None: live[key])
+    monkeypatch.setattr(wanlab, 'write_sysctl', lambda key, value, netns_path=None: live.__setitem__(key, value))
+    first, second = 'bdp-lab-pytest-first%d' % os.getpid(), 'bdp-lab-pytest-second%d' % os.getpid()
+    up = ['%s-a' % second, '%s-b' % second]
+    monkeypatch.setattr(wanlab, 'list_netns', lambda prefix=wanlab.PREFIX: list(up))
+    monkeypatch.setattr(wanlab, 'list_containers', lambda prefix=wanlab.PREFIX: [])
+    entry = {wanlab.ALLOWED_CC_KEY: {'original': 'reno bbr', 'set': 'reno bbr cubic'}}
+    wanlab._update_host_record(first, entry)
+    done = wanlab.teardown(first, str(tmp_path / 'state'))
+    assert live[wanlab.ALLOWED_CC_KEY] == 'reno bbr cubic'
+    assert 'host sysctls %s left to lab %s, which is still up' % (wanlab.ALLOWED_CC_KEY, second) in done
+    assert wanlab._load_host_record(record) == {second: entry}
+    del up[:]
+    done = wanlab.teardown(second, str(tmp_path / 'state'))          # the last lab down restores
+    assert live[wanlab.ALLOWED_CC_KEY] == 'reno bbr'
+    assert not os.path.exists(record)
 
 
 def test_teardown_of_nothing_is_idempotent(tmp_path):
