@@ -16,13 +16,18 @@ size was used in each direction (tcpi_snd_mss, tcpi_rcv_mss) and how many segmen
 from __future__ import annotations
 
 import errno
+import os
 import random
 import select
+import signal
 import socket
 import struct
+import sys
 import time
 
+from ansible_collections.bdp.wan_tune.plugins.module_utils import files
 from ansible_collections.bdp.wan_tune.plugins.module_utils import linkmtu
+from ansible_collections.bdp.wan_tune.plugins.module_utils import mtutimer
 
 IP_MTU_DISCOVER = 10
 IP_PMTUDISC_PROBE = 3
@@ -32,6 +37,8 @@ TCP_INFO = 11
 TCPI_OPT_TIMESTAMPS = 1
 MAGIC = b'BDPMTU1'
 DEFAULT_TCP_BYTES = 262144
+LISTENER_PID = 'jumbo_mtu-listener.pid'
+LISTENER_MARK = 'bdp-wan-tune-mtu-listener'
 
 
 def _checksum(data):
@@ -417,3 +424,110 @@ while time.time() < end:
         continue
     threading.Thread(target=serve, args=(conn,), daemon=True).start()
 '''
+
+
+class Listener(object):
+    """The one-off LISTENER on this host, for the peers' proofs: started detached, found by its pid file.
+
+    The pid file lives in the run directory (mtutimer.run_dir_path()); the listener's command line carries
+    LISTENER_MARK, so a stale pid file never makes this stop another process.
+    """
+
+    def __init__(self, port, lifetime):
+        self.port = port
+        self.lifetime = lifetime
+
+    @staticmethod
+    def pid_file():
+        return os.path.join(mtutimer.run_dir_path(), LISTENER_PID)
+
+    def stop(self):
+        """Stop the listener if one runs; True when one was stopped."""
+        text = files.read_text(self.pid_file())
+        if not text:
+            return False
+        stopped = False
+        try:
+            pid = int(text.split()[0])
+            cmdline = files.read_text('/proc/%d/cmdline' % pid) or ''
+            if LISTENER_MARK in cmdline:
+                os.kill(pid, signal.SIGTERM)
+                stopped = True
+        except (ValueError, OSError):
+            pass
+        try:
+            os.unlink(self.pid_file())
+        except OSError:
+            pass
+        return stopped
+
+    def start(self, peers):
+        """(Re)start the listener for ``peers`` (their addresses only); returns what the module reports."""
+        self.stop()
+        allowed = ','.join(sorted(set(peer['address'] for peer in peers))) or '-'
+        pid, pipe = mtutimer.spawn_detached([sys.executable or '/usr/bin/python3', '-c', LISTENER,
+                                             str(self.port), str(self.lifetime), allowed,
+                                             str(4 * 2 ** 20), LISTENER_MARK], ready_pipe=True)
+        line = b''
+        deadline = time.time() + 15
+        while not line.endswith(b'\n') and time.time() < deadline:
+            if not select.select([pipe], [], [], max(deadline - time.time(), 0))[0]:
+                break
+            chunk = os.read(pipe, 256)
+            if not chunk:
+                break
+            line += chunk
+        os.close(pipe)
+        line = line.decode(errors='replace').strip()
+        if not line.startswith('ready'):
+            mtutimer.reap(pid)
+            return {'running': False, 'port': self.port, 'error': line or 'exited at once'}
+        mtutimer.ensure_run_dir()
+        with open(self.pid_file(), 'w') as handle:
+            handle.write('%d %d\n' % (pid, self.port))
+        return {'running': True, 'port': self.port, 'pid': pid, 'allowed': allowed.split(',')}
+
+
+# ----------------------------------------------------------------------------- the proofs of link_mtu, per peer
+
+def prove_peers(peers, mtus, before=None, port=None, tcp='auto', count=3):
+    """Prove every resolved peer at the MTU of the interface that routes to it; one result dict per peer."""
+    results = []
+    for peer in peers:
+        dev = peer['interface']
+        mtu = mtus.get(dev)
+        item = {'peer': peer['peer'], 'address': peer['address'], 'interface': dev, 'mtu': mtu}
+        if mtu is None:
+            item.update(ok=False, summary='the route to %s goes through %s, which this host cannot see'
+                        % (peer['address'], dev))
+            results.append(item)
+            continue
+
+        def exchange(port_, timeout, peer=peer):
+            return tcp_exchange(peer['address'], peer['family'], port_, timeout=timeout)
+
+        proof = prove(peer['address'], peer['family'], mtu, (before or {}).get(dev), port=port, tcp=tcp, count=count,
+                      exchange=exchange if tcp != 'off' else None)
+        item.update(proof)
+        results.append(item)
+    return results
+
+
+def verify_peers(peers, mtus, count=3):
+    """One full-size DF probe per peer (read-only); bisect only to explain a failure."""
+    results = []
+    for peer in peers:
+        dev = peer['interface']
+        mtu = mtus.get(dev)
+        item = {'peer': peer['peer'], 'address': peer['address'], 'interface': dev, 'mtu': mtu}
+        proof = prove(peer['address'], peer['family'], mtu, None, tcp='off', count=count)
+        item.update(proof)
+        results.append(item)
+    return results
+
+
+def failure_text(failed):
+    """One sentence per failed peer result, for the module's message."""
+    return ' '.join('Peer %s (%s via %s, MTU %s): %s.' % (item['peer'], item['address'], item['interface'],
+                                                          item.get('mtu'), item.get('summary'))
+                    for item in failed)

@@ -12,7 +12,8 @@ unit tested without the backend installed:
   ``nmcli device reapply`` (no reactivation, the link stays up).
 * netplan: ``/etc/netplan/90-bdp-wan-tune-mtu.yaml`` that adds ``mtu`` to the existing definition (same id,
   so netplan merges it); physical devices rendered by networkd are matched by MAC with ``set-name``, as
-  netplan requires for MTU changes on them.
+  netplan requires for MTU changes on them.  The netplan files are read with PyYAML, which netplan depends
+  on; without it, yaml_load fails with a message that says so (the other backends need no YAML).
 * ifupdown: ``/etc/network/interfaces.d/bdp-wan-tune-mtu`` with an ``iface NAME inet manual`` stanza and
   ``mtu N``; ifupdown applies every stanza of an interface.
 * RHEL-style ifcfg (network-scripts without NetworkManager): ``MTU=N`` in ``ifcfg-NAME``, the previous
@@ -24,6 +25,13 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+
+try:
+    import yaml
+except ImportError:
+    HAS_YAML = False
+else:
+    HAS_YAML = True
 
 DROPIN_NAME = '90-bdp-wan-tune-mtu.conf'
 NETPLAN_NAME = '90-bdp-wan-tune-mtu.yaml'
@@ -48,6 +56,14 @@ NM_MTU_SETTING = {
     'wireguard': 'wireguard.mtu',
     'tun': '802-3-ethernet.mtu',
 }
+
+
+# Debian's netplan.io (the netplan command) depends on python3-yaml, on Debian 12 and 13, and so does cloud-init, which
+# writes most netplan files.  A Debian 13 host with only netplan-generator (no netplan command, no cloud-init), or a
+# module run by another Python (a virtualenv as ansible_python_interpreter), can lack it: then this message.
+YAML_MISSING = ('reading netplan files needs PyYAML, which netplan itself depends on (Debian: python3-yaml), and the '
+                'Python that runs this module cannot import it; install python3-yaml (apt-get install python3-yaml), '
+                'point ansible_python_interpreter at the system Python, or choose another backend.')
 
 
 class NetConfError(ValueError):
@@ -165,80 +181,10 @@ def _shell_word(word):
 # ----------------------------------------------------------------------------- netplan
 
 def yaml_load(text):
-    """PyYAML where importable (netplan hosts have it), else a small block-YAML reader for netplan files."""
-    try:
-        import yaml  # pylint: disable=import-outside-toplevel
-        return yaml.safe_load(text) or {}
-    except ImportError:
-        return _mini_yaml(text)
-
-
-def _scalar(text):
-    text = text.strip()
-    if not text:
-        return None
-    if text[0] in '"\'' and text[-1] == text[0]:
-        return text[1:-1]
-    if text.startswith('[') and text.endswith(']'):
-        return [_scalar(item) for item in text[1:-1].split(',') if item.strip()]
-    if text.startswith('{') and text.endswith('}'):
-        out = {}
-        for item in text[1:-1].split(','):
-            if ':' in item:
-                key, value = item.split(':', 1)
-                out[key.strip().strip('"\'')] = _scalar(value)
-        return out
-    if re.match(r'^-?[0-9]+$', text):
-        return int(text)
-    if text in ('true', 'yes', 'on'):
-        return True
-    if text in ('false', 'no', 'off'):
-        return False
-    return text
-
-
-def _mini_yaml(text):
-    """Block mappings and lists, flow lists/maps of scalars, comments: enough for netplan files."""
-    root = {}
-    stack = [(-1, root)]
-    pending = None      # (indent, parent, key) waiting to know whether it holds a mapping or a list
-    for raw in text.splitlines():
-        line = re.sub(r'\s+#.*$', '', raw) if not raw.lstrip().startswith('#') else ''
-        if not line.strip() or line.strip() == '---':
-            continue
-        indent = len(line) - len(line.lstrip())
-        body = line.strip()
-        while stack and indent <= stack[-1][0]:
-            stack.pop()
-        parent = stack[-1][1]
-        if pending is not None and indent > pending[0]:
-            container = [] if body.startswith('- ') or body == '-' else {}
-            pending[1][pending[2]] = container
-            stack.append((pending[0], container))
-            parent = container
-        pending = None
-        if body.startswith('- ') or body == '-':
-            item = body[2:].strip() if body != '-' else ''
-            if isinstance(parent, list):
-                if ':' in item and not item.startswith(('"', "'")):
-                    key, value = item.split(':', 1)
-                    entry = {key.strip(): _scalar(value)}
-                    parent.append(entry)
-                    stack.append((indent, entry))
-                else:
-                    parent.append(_scalar(item))
-            continue
-        if ':' not in body:
-            continue
-        key, value = body.split(':', 1)
-        key = key.strip().strip('"\'')
-        if value.strip():
-            if isinstance(parent, dict):
-                parent[key] = _scalar(value)
-        elif isinstance(parent, dict):
-            parent[key] = None
-            pending = (indent, parent, key)
-    return root
+    """A netplan file's data, read with PyYAML (netplan itself needs it, so every netplan host has it)."""
+    if not HAS_YAML:
+        raise NetConfError(YAML_MISSING)
+    return yaml.safe_load(text) or {}
 
 
 def netplan_definitions(docs):

@@ -136,10 +136,6 @@ options:
     description: Where the MTUs before the first change and the pending change are recorded.
     type: path
     default: /var/lib/bdp_wan_tune
-  run_dir:
-    description: Where the timer's script and decision marker live (cleared at boot).
-    type: path
-    default: /run/bdp_wan_tune
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:
@@ -154,6 +150,7 @@ attributes:
 notes:
   - Needs root (C(ip link set), raw ICMP sockets) and C(ip) from iproute2.
   - Lowering an MTU is always safe for reachability, so O(state=absent) and the restores need no timer.
+  - The timer's script, its pid file and the decision marker live in C(/run/bdp_wan_tune), which is cleared at boot.
 seealso:
   - module: bdp.wan_tune.link_mtu_persist
   - name: Jumbo frames in bdp.wan_tune
@@ -263,84 +260,49 @@ check_mode:
   type: bool
 """
 
-import errno
-import json
 import os
 import random
-import select
-import shutil
-import signal
-import socket
-import sys
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bdp.wan_tune.plugins.module_utils import files
 from ansible_collections.bdp.wan_tune.plugins.module_utils import linkmtu
+from ansible_collections.bdp.wan_tune.plugins.module_utils import mtuplan
 from ansible_collections.bdp.wan_tune.plugins.module_utils import mtuproof
+from ansible_collections.bdp.wan_tune.plugins.module_utils import mtutimer
 from ansible_collections.bdp.wan_tune.plugins.module_utils import sysctl
 
 STATE_FILE = 'jumbo_mtu.json'
-REVERT_LOG = 'jumbo_mtu-reverts.log'
-LISTENER_PID = 'jumbo_mtu-listener.pid'
-LISTENER_MARK = 'bdp-wan-tune-mtu-listener'
-UNIT_PREFIX = 'bdp-wan-tune-mtu-'
-DMI_DIR = '/sys/class/dmi/id'
-DMI_KEYS = ('sys_vendor', 'product_name', 'product_version', 'bios_vendor', 'bios_version', 'chassis_asset_tag')
-
-
-def spawn_detached(argv, ready_pipe=False):
-    """Start ``argv`` in its own session, detached from this module (no stdio, no fds), without waiting.
-
-    Returns (pid, read end of a pipe that is the child's stdout, or None).  The child outlives the
-    module run: the commit-confirm timer and the proof listener must.
-    """
-    read_fd, write_fd = os.pipe() if ready_pipe else (None, None)
-    pid = os.fork()
-    if pid == 0:                                    # the child
-        try:
-            os.setsid()
-            null = os.open(os.devnull, os.O_RDWR)
-            os.dup2(null, 0)
-            os.dup2(write_fd if ready_pipe else null, 1)
-            os.dup2(null, 2)
-            os.closerange(3, 65536)
-            os.execv(argv[0], argv)
-        finally:
-            os._exit(127)                           # pylint: disable=protected-access
-    if ready_pipe:
-        os.close(write_fd)
-    return pid, read_fd
-
-
-def _reap(pid):
-    """Collect the child if it has already exited; returns its exit status or None while it runs."""
-    try:
-        done, status = os.waitpid(pid, os.WNOHANG)
-    except OSError:
-        return None
-    if not done:
-        return None
-    return os.WEXITSTATUS(status) if os.WIFEXITED(status) else -os.WTERMSIG(status)
-
-
-def _boot_id():
-    return (files.read_text('/proc/sys/kernel/random/boot_id') or '').strip()
 
 
 class LinkMtu(object):
+    """One call of the module: its parameters, its result, the host's links, the record, the timer, the listener.
+
+    The states are the functions present, confirmed, reverted and absent below; the pieces are in module_utils:
+    mtuplan (what the host looks like), linkmtu.plan (what to change), mtutimer (the commit-confirm timer) and
+    mtuproof (the proofs and the one-off listener).
+    """
+
     def __init__(self, module):
         self.module = module
         self.p = module.params
         self.ip = module.get_bin_path('ip', required=True)
         self.state_path = os.path.join(self.p['state_dir'], STATE_FILE)
         self.result = {'changed': False, 'summary': '', 'check_mode': module.check_mode}
+        self.timer = mtutimer.CommitTimer(module, self.p['state_dir'], self.set_mtu)
+        self.listener = mtuproof.Listener(self.p['proof_port'], self.p['confirm_timeout'] + 60)
 
-    # ------------------------------------------------------------------ helpers
     def fail(self, msg, **extra):
         self.result.update(extra)
         self.result['summary'] = msg
         self.module.fail_json(msg=msg, **self.result)
+
+    def warn(self, text):
+        self.module.warn(text)
+
+    @property
+    def check_mode(self):
+        return self.module.check_mode
 
     def run_ip(self, args, check=True):
         rc, out, err = self.module.run_command([self.ip] + args)
@@ -349,15 +311,10 @@ class LinkMtu(object):
         return rc, out, err
 
     def links(self):
-        _rc, out, _err = self.run_ip(['-d', '-j', 'link', 'show'])
-        return linkmtu.parse_links(json.loads(out or '[]'))
+        return mtuplan.links(self.run_ip)
 
-    def route(self, address):
-        rc, out, err = self.run_ip(['-j', 'route', 'get', address], check=False)
-        if rc != 0:
-            return None, (err or out).strip()
-        data = json.loads(out or '[]')
-        return (data[0] if data else None), None
+    def set_mtu(self, name, mtu):
+        self.run_ip(['link', 'set', 'dev', name, 'mtu', str(mtu)])
 
     def load_state(self):
         return files.load_record(self.state_path)
@@ -368,708 +325,387 @@ class LinkMtu(object):
     def drop_state(self):
         files.save_record(self.module, self.state_path, {})
 
-    def set_mtu(self, name, mtu):
-        self.run_ip(['link', 'set', 'dev', name, 'mtu', str(mtu)])
-
-    def run_dir(self):
-        directory = self.p['run_dir']
-        if not os.path.isdir(directory):
-            os.makedirs(directory, 0o755)
-        return directory
-
-    # ------------------------------------------------------------------ peers and protection
-    def resolve_peers(self):
-        peers, errors = [], []
-        for text in self.p['peers']:
-            try:
-                peer = linkmtu.parse_peer(text)
-            except linkmtu.MtuError as exc:
-                errors.append(str(exc))
-                continue
-            if peer['address'] is None:
-                try:
-                    infos = socket.getaddrinfo(peer['name'], None, 0, socket.SOCK_DGRAM)
-                except socket.gaierror as exc:
-                    errors.append('peer %r does not resolve on this host (%s); use an address or a name this host '
-                                  'can resolve.' % (text, exc.strerror or exc))
-                    continue
-                infos.sort(key=lambda info: 0 if info[0] == socket.AF_INET else 1)
-                peer['address'] = infos[0][4][0]
-                peer['family'] = 6 if infos[0][0] == socket.AF_INET6 else 4
-            route, err = self.route(peer['address'])
-            if route is None:
-                errors.append('peer %s (%s): no route from this host (%s).' % (text, peer['address'], err))
-                continue
-            if route.get('type') == 'local' or route.get('dev') == 'lo':
-                errors.append('peer %s (%s) is an address of this host; list the other end of the path.'
-                              % (text, peer['address']))
-                continue
-            peer['interface'] = route.get('dev')
-            peer['gateway'] = route.get('gateway')
-            peer['source'] = route.get('prefsrc')
-            peers.append(peer)
-        return peers, errors
-
-    def ssh_client(self):
-        """The SSH client address of this session, from this process or an ancestor (become drops the env)."""
-        conn = os.environ.get('SSH_CONNECTION') or os.environ.get('SSH_CLIENT')
-        pid = os.getpid()
-        for dummy in range(40):
-            if conn:
-                return conn.split()[0]
-            stat = files.read_text('/proc/%d/stat' % pid)
-            try:
-                pid = int(stat.rsplit(')', 1)[1].split()[1])
-            except (AttributeError, IndexError, ValueError):
-                return None
-            if pid <= 1:
-                return None
-            env = files.read_text('/proc/%d/environ' % pid) or ''
-            values = dict(item.split('=', 1) for item in env.split('\0') if '=' in item)
-            conn = values.get('SSH_CONNECTION') or values.get('SSH_CLIENT')
-        return None
-
-    def protected(self):
-        found = {}
-        for family in ('-4', '-6'):
-            rc, out, _err = self.run_ip([family, '-j', 'route', 'show', 'default'], check=False)
-            if rc != 0:
-                continue
-            for route in json.loads(out or '[]'):
-                devs = [route.get('dev')] + [hop.get('dev') for hop in route.get('nexthops', [])]
-                for dev in devs:
-                    if dev:
-                        found.setdefault(dev, 'carries the default route (%s)' % ('IPv4' if family == '-4' else 'IPv6'))
-        client = self.ssh_client()
-        if client:
-            route, _err = self.route(client)
-            if route and route.get('dev'):
-                found[route['dev']] = 'carries the Ansible control connection (SSH from %s)' % client
-        if self.p['control_hosts']:
-            rc, out, _err = self.run_ip(['-j', 'addr', 'show'], check=False)
-            addrs = {}
-            for link in json.loads(out or '[]') if rc == 0 else []:
-                for info in link.get('addr_info', []):
-                    addrs[info.get('local')] = link.get('ifname')
-            for host in self.p['control_hosts']:
-                try:
-                    infos = socket.getaddrinfo(host, None, 0, socket.SOCK_DGRAM)
-                except (socket.gaierror, UnicodeError):
-                    continue
-                for info in infos:
-                    dev = addrs.get(info[4][0])
-                    if dev and dev != 'lo':
-                        found.setdefault(dev, 'holds %s, the address Ansible connects to' % host)
-        return found
-
-    def platform(self):
-        choice = self.p['platform']
-        if self.p['platform_max_mtu']:
-            return {'platform': 'configured', 'max_mtu': self.p['platform_max_mtu'],
-                    'evidence': 'platform_max_mtu', 'note': 'set by the caller'}
-        if choice == 'none':
-            return None
-        if choice != 'auto':
-            limit, note = linkmtu.CLOUD_LIMITS[choice]
-            return {'platform': choice.split('-')[0], 'max_mtu': limit, 'evidence': 'platform=%s' % choice,
-                    'note': note}
-        dmi = dict((key, files.read_text(os.path.join(DMI_DIR, key)) or '') for key in DMI_KEYS)
-        drivers = {}
-        try:
-            for name in os.listdir('/sys/class/net'):
-                target = os.path.join('/sys/class/net', name, 'device', 'driver')
-                if os.path.islink(target):
-                    drivers[name] = os.path.basename(os.readlink(target))
-        except OSError:
-            pass
-        return linkmtu.cloud_platform(dmi, drivers)
-
-    # ------------------------------------------------------------------ commit-confirm
-    def arm(self, token, revert_steps):
-        timeout = self.p['confirm_timeout']
-        directory = self.run_dir()
-        script = os.path.join(directory, 'jumbo_mtu-%s.sh' % token)
-        decided = os.path.join(directory, 'jumbo_mtu-%s.decided' % token)
-        log = os.path.join(self.p['state_dir'], REVERT_LOG)
-        deadline = time.time() + timeout
-        with open(script, 'w') as handle:
-            handle.write(linkmtu.revert_script(token, revert_steps, decided, log, deadline))
-        os.chmod(script, 0o700)
-        method = self.p['commit_method']
-        systemd = os.path.isdir('/run/systemd/system') and self.module.get_bin_path('systemd-run')
-        if method == 'systemd' and not systemd:
-            raise RuntimeError('commit_method=systemd, but systemd is not running here (no /run/systemd/system)')
-        commit = {'token': token, 'script': script, 'decided': decided, 'timeout': timeout, 'armed_at': time.time(),
-                  'deadline': deadline, 'boot_id': _boot_id(), 'revert_steps': revert_steps}
-        if method != 'process' and systemd:
-            unit = UNIT_PREFIX + token
-            rc, out, err = self.module.run_command([
-                systemd, '--unit', unit, '--description',
-                'bdp.wan_tune.jumbo_mtu commit-confirm: restore the MTU unless confirmed',
-                '--on-active=%ds' % timeout, '--timer-property=AccuracySec=1s', '--collect',
-                '/bin/sh', script])
-            if rc != 0:
-                raise RuntimeError('systemd-run could not arm the timer: %s' % (err or out).strip())
-            rc, out, _err = self.module.run_command(['systemctl', 'is-active', unit + '.timer'])
-            if out.strip() != 'active':
-                raise RuntimeError('the timer %s.timer is %r, not active' % (unit, out.strip()))
-            commit.update(method='systemd', unit=unit)
-        else:
-            pid, _pipe = spawn_detached(['/bin/sh', '-c', 'sleep %d; exec /bin/sh "$0"' % timeout, script])
-            with open(os.path.join(directory, 'jumbo_mtu-%s.pid' % token), 'w') as handle:
-                handle.write('%d\n' % pid)
-            commit.update(method='process', pid=pid)
-            time.sleep(0.05)
-            status = _reap(pid)
-            if status is not None:
-                raise RuntimeError('the timer process exited at once (rc %s)' % status)
-        return commit
-
-    def timer_alive(self, commit):
-        if commit.get('method') == 'systemd':
-            rc, out, _err = self.module.run_command(['systemctl', 'is-active', commit['unit'] + '.timer'])
-            return out.strip() in ('active', 'activating')
-        pid = commit.get('pid')
-        cmdline = files.read_text('/proc/%s/cmdline' % pid) if pid else None
-        return bool(cmdline and commit['script'] in cmdline)
-
-    def disarm(self, commit):
-        if commit.get('method') == 'systemd':
-            self.module.run_command(['systemctl', 'stop', commit['unit'] + '.timer'])
-            self.module.run_command(['systemctl', 'reset-failed', commit['unit'] + '.timer', commit['unit'] + '.service'])
-        elif commit.get('pid') and self.timer_alive(commit):
-            try:
-                os.killpg(commit['pid'], signal.SIGTERM)
-            except OSError:
-                pass
-        for path in (commit.get('script'), os.path.join(os.path.dirname(commit.get('script') or '/'),
-                                                        'jumbo_mtu-%s.pid' % commit.get('token'))):
-            if path and os.path.exists(path):
-                os.unlink(path)
-
-    def claim(self, commit, by):
-        """Take the decision for the pending change: True if this call decides, False if the timer already did."""
-        try:
-            os.mkdir(commit['decided'])
-        except OSError as exc:
-            if exc.errno == errno.EEXIST:
-                return False
-            if exc.errno == errno.ENOENT and not os.path.isdir(os.path.dirname(commit['decided'])):
-                return True     # /run was cleared: rebooted, the timer is gone with it
-            raise
-        with open(os.path.join(commit['decided'], 'by'), 'w') as handle:
-            handle.write(by + '\n')
-        return True
-
-    def decided_by(self, commit):
-        text = files.read_text(os.path.join(commit['decided'], 'by'))
-        if text is None:
-            return 'timer' if os.path.isdir(commit['decided']) else None
-        return text.strip()
-
-    def revert_records(self):
-        records = []
-        for line in (files.read_text(os.path.join(self.p['state_dir'], REVERT_LOG)) or '').splitlines():
-            try:
-                records.append(json.loads(line))
-            except ValueError:
-                continue
-        return records
-
-    def log_revert(self, token, by, restored):
-        path = os.path.join(self.p['state_dir'], REVERT_LOG)
-        lines = (files.read_text(path) or '').splitlines()[-49:]
-        lines.append(json.dumps({'token': token, 'by': by, 'at': int(time.time()),
-                                 'restored': ' '.join('%s=%s' % item for item in sorted(restored.items())),
-                                 'rc': 0, 'failed': ''}))
-        with open(path, 'w') as handle:
-            handle.write('\n'.join(lines) + '\n')
-
-    def restore(self, steps):
-        """Apply revert steps [(name, current, previous)]; returns (restored dict, errors)."""
-        restored, errors = {}, []
-        for name, _current, previous in steps:
-            try:
-                self.set_mtu(name, previous)
-                restored[name] = previous
-            except RuntimeError as exc:
-                errors.append(str(exc))
-        return restored, errors
-
-    def stale(self, pending):
-        """A pending change whose timer cannot fire any more (the host rebooted) and that nobody decided."""
-        return pending.get('boot_id') and pending['boot_id'] != _boot_id()
-
-    # ------------------------------------------------------------------ listener
-    def listener_file(self):
-        return os.path.join(self.p['run_dir'], LISTENER_PID)
-
-    def stop_listener(self):
-        text = files.read_text(self.listener_file())
-        if not text:
-            return False
-        stopped = False
-        try:
-            pid = int(text.split()[0])
-            cmdline = files.read_text('/proc/%d/cmdline' % pid) or ''
-            if LISTENER_MARK in cmdline:
-                os.kill(pid, signal.SIGTERM)
-                stopped = True
-        except (ValueError, OSError):
-            pass
-        try:
-            os.unlink(self.listener_file())
-        except OSError:
-            pass
-        return stopped
-
     def start_listener(self, peers):
-        self.stop_listener()
-        allowed = ','.join(sorted(set(peer['address'] for peer in peers))) or '-'
-        pid, pipe = spawn_detached([sys.executable or '/usr/bin/python3', '-c', mtuproof.LISTENER,
-                                    str(self.p['proof_port']), str(self.p['confirm_timeout'] + 60), allowed,
-                                    str(4 * 2 ** 20), LISTENER_MARK], ready_pipe=True)
-        line = b''
-        deadline = time.time() + 15
-        while not line.endswith(b'\n') and time.time() < deadline:
-            if not select.select([pipe], [], [], max(deadline - time.time(), 0))[0]:
-                break
-            chunk = os.read(pipe, 256)
-            if not chunk:
-                break
-            line += chunk
-        os.close(pipe)
-        line = line.decode(errors='replace').strip()
-        if not line.startswith('ready'):
-            _reap(pid)
-            return {'running': False, 'port': self.p['proof_port'], 'error': line or 'exited at once'}
-        self.run_dir()
-        with open(self.listener_file(), 'w') as handle:
-            handle.write('%d %d\n' % (pid, self.p['proof_port']))
-        return {'running': True, 'port': self.p['proof_port'], 'pid': pid, 'allowed': allowed.split(',')}
+        self.result['listener'] = self.listener.start(peers)
 
-    # ------------------------------------------------------------------ proof
-    def prove_all(self, peers, mtus, before=None):
-        results = []
-        for peer in peers:
-            dev = peer['interface']
-            mtu = mtus.get(dev)
-            item = {'peer': peer['peer'], 'address': peer['address'], 'interface': dev, 'mtu': mtu}
-            if mtu is None:
-                item.update(ok=False, summary='the route to %s goes through %s, which this host cannot see'
-                            % (peer['address'], dev))
-                results.append(item)
-                continue
+    def finish(self, state, commit, outcome):
+        """This call decided the change: record it (and the restore) and save."""
+        self.timer.finish(state, commit, outcome)
+        self.save_state(state)
 
-            def exchange(port, timeout, peer=peer):
-                return mtuproof.tcp_exchange(peer['address'], peer['family'], port, timeout=timeout)
-
-            proof = mtuproof.prove(peer['address'], peer['family'], mtu, (before or {}).get(dev),
-                                   port=self.p['proof_port'], tcp=self.p['tcp_proof'], count=self.p['probe_count'],
-                                   exchange=exchange if self.p['tcp_proof'] != 'off' else None)
-            item.update(proof)
-            results.append(item)
-        return results
-
-    def quick_verify(self, peers, mtus):
-        """One full-size DF probe per peer (read-only); bisect only to explain a failure."""
-        results = []
-        for peer in peers:
-            dev = peer['interface']
-            mtu = mtus.get(dev)
-            item = {'peer': peer['peer'], 'address': peer['address'], 'interface': dev, 'mtu': mtu}
-            proof = mtuproof.prove(peer['address'], peer['family'], mtu, None, tcp='off', count=self.p['probe_count'])
-            item.update(proof)
-            results.append(item)
-        return results
-
-    # ------------------------------------------------------------------ states
-    def present(self):
-        p = self.p
-        try:
-            target = linkmtu.parse_mtu(p['mtu'], 'mtu')
-            for name in p['interfaces']:
-                linkmtu.check_ifname(name)
-        except linkmtu.MtuError as exc:
-            self.fail('%s Nothing was changed.' % exc)
-        if not p['interfaces'] and not p['peers']:
-            self.fail('Give interfaces, peers or both: with neither there is nothing to change or prove. Nothing '
-                      'was changed.')
-        peers, errors = self.resolve_peers()
-        links = self.links()
-        requested = [(name, 'named in interfaces') for name in p['interfaces']]
-        if not requested:
-            for peer in peers:
-                if peer['interface'] not in [item[0] for item in requested]:
-                    requested.append((peer['interface'], 'route to %s' % peer['peer']))
-        protected = self.protected()
-        platform = self.platform()
-        plan = linkmtu.plan(links, requested, target, protected=protected, platform=platform, clamp=p['clamp'],
-                            raise_parents=p['raise_parents'], allow_lower=p['allow_lower'],
-                            allow_protected=p['allow_control_interface'])
-        errors = errors + plan['errors']
-        self.result.update(interfaces=plan['entries'], platform=platform, protected=protected,
-                           peers=[dict((k, v) for k, v in peer.items()) for peer in peers],
-                           tcp_mtu_probing=sysctl.read_live('net.ipv4.tcp_mtu_probing'))
-        if errors:
-            self.fail('%s Nothing was changed.' % ' '.join(errors))
-        for text in plan['warnings']:
-            self.module.warn(text)
-        self.result['notes'] = plan['notes']
-        self.result['would_change'] = plan['changed']
-        self.result['persist'] = [{'name': name, 'mtu': entry['after']} for name, entry in plan['entries'].items()
-                                  if entry['status'] in ('change', 'ok')]
-        self.result['diff'] = {'before': linkmtu.diff_text(plan['entries'], 'before'),
-                               'after': linkmtu.diff_text(plan['entries'], 'after'),
-                               'before_header': 'live MTU (ip link)', 'after_header': 'live MTU (ip link)'}
-        if self.result['tcp_mtu_probing'] in ('0', None) and plan['changed']:
-            self.module.warn('net.ipv4.tcp_mtu_probing is %s: TCP has no black-hole detection if a hop drops large '
-                             'segments later. bdp.wan_tune.tcp_buffers sets it to 1 in its sysctl.d file; run it too.'
-                             % self.result['tcp_mtu_probing'])
-        state = self.load_state()
-        pending = state.get('pending')
-        if pending and not self.module.check_mode:
-            pending = self.settle(state, pending)
-        if pending and plan['changed']:
-            self.fail('Change %s (%s) is still waiting for its confirmation, and this call asks for another one. '
-                      'Confirm it (state=confirmed), undo it (state=reverted), or let its timer restore it at %s. '
-                      'Nothing was changed.'
-                      % (pending['token'], ', '.join('%s %s -> %s' % tuple(step) for step in pending['changes']),
-                         time.strftime('%H:%M:%S', time.localtime(pending['deadline']))))
-        if pending:
-            return self.prove_pending(state, pending, peers, links)
-        if not plan['changed']:
-            return self.unchanged(peers, links)
-        self.result['changed'] = True
-        if self.module.check_mode:
-            self.result['summary'] = 'would set %s' % ', '.join(
-                '%s %d -> %d' % step for step in plan['steps'])
-            return
-        return self.apply(state, plan, peers, links)
+    def drop_pending(self, state, pending, outcome):
+        """The timer (or a reboot) already ended the change: disarm, record it and save."""
+        self.timer.drop(state, pending, outcome)
+        self.save_state(state)
 
     def settle(self, state, pending):
         """A pending change that already ended (timer fired, host rebooted) is recorded and cleared."""
-        decided = self.decided_by(pending)
-        if decided is None and not self.stale(pending):
+        decided = self.timer.decided_by(pending)
+        if decided is None and not self.timer.stale(pending):
             return pending
-        end = linkmtu.outcome(pending, decided or 'timer', self.revert_records())
+        end = self.timer.outcome(pending, decided)
         note = ('the earlier change %s was restored by its commit-confirm timer%s before this run'
                 % (pending['token'], ' at %s' % time.strftime('%F %T', time.localtime(end['at'])) if end['at'] else '')
-                if not self.stale(pending) else
+                if not self.timer.stale(pending) else
                 'the earlier change %s was never confirmed and the host has rebooted since' % pending['token'])
-        self.module.warn(note + '; it is not in effect.')
+        self.warn(note + '; it is not in effect.')
         self.drop_pending(state, pending, end['state'])
         return None
 
-    def drop_pending(self, state, pending, outcome):
-        """Forget a pending change the timer (or a reboot) already ended: record it, remove its files."""
-        self.disarm(pending)
-        try:
-            shutil.rmtree(pending['decided'])
-        except OSError:
-            pass
-        originals = state.get('original', {})
-        committed = state.get('committed', {})
-        for name in [step[0] for step in pending['changes']] + list(pending.get('follows', {})):
-            if name not in committed:
-                originals.pop(name, None)
-        state.setdefault('history', []).append({'token': pending['token'], 'outcome': outcome,
-                                                'at': int(time.time())})
-        state['history'] = state['history'][-20:]
-        state['pending'] = None
-        self.save_state(state)
 
-    def apply(self, state, plan, peers, links):
-        p = self.p
-        before = dict((name, links[name]['mtu']) for name in links)
-        # the path must work now at the current MTU, or the proof would blame the change
-        baseline = []
+def _steps(items):
+    return ', '.join('%s %s' % item for item in sorted(items.items()))
+
+
+def _changes(commit):
+    return ', '.join('%s %d -> %d' % tuple(step) for step in commit['changes'])
+
+
+# ---------------------------------------------------------------------------------------------- state=present
+
+def plan(lm):
+    """Read the host and plan the change (read-only); fails, changing nothing, on any error."""
+    p = lm.p
+    try:
+        target = linkmtu.parse_mtu(p['mtu'], 'mtu')
+        for name in p['interfaces']:
+            linkmtu.check_ifname(name)
+    except linkmtu.MtuError as exc:
+        lm.fail('%s Nothing was changed.' % exc)
+    if not p['interfaces'] and not p['peers']:
+        lm.fail('Give interfaces, peers or both: with neither there is nothing to change or prove. Nothing '
+                'was changed.')
+    peers, errors = mtuplan.resolve_peers(lm.run_ip, p['peers'])
+    links = lm.links()
+    requested = [(name, 'named in interfaces') for name in p['interfaces']]
+    if not requested:
         for peer in peers:
-            mtu = before.get(peer['interface'])
-            res = mtuproof.prove(peer['address'], peer['family'], mtu, None, tcp='off', count=p['probe_count'])
-            if not res['ok']:
-                baseline.append('%s (%s via %s) at the current MTU %s: %s' % (peer['peer'], peer['address'],
-                                                                              peer['interface'], mtu, res['summary']))
-        if baseline:
-            self.fail('The path is not healthy before the change, so it cannot be proven after it: %s. Nothing was '
-                      'changed.' % ' '.join(baseline))
-        token = '%s-%06x' % (time.strftime('%Y%m%d%H%M%S'), random.randint(0, 0xffffff))
-        try:
-            commit = self.arm(token, plan['revert_steps'])
-        except (RuntimeError, OSError) as exc:
-            self.fail('Could not arm the commit-confirm timer, so the MTU was not changed: %s.' % exc)
-        commit['changes'] = plan['steps']
-        commit['follows'] = dict((name, entry['before']) for name, entry in plan['entries'].items()
-                                 if entry['status'] == 'follows')
-        commit['peers'] = [peer['peer'] for peer in peers]
-        originals = state.setdefault('original', {})
-        for name, entry in plan['entries'].items():
-            if entry['status'] in ('change', 'follows'):
-                originals.setdefault(name, entry['before'])
-        state['pending'] = commit
-        self.save_state(state)
-        self.result['commit'] = self.public(commit, 'pending')
-        done = []
-        try:
-            for name, _current, mtu in plan['steps']:
-                done.append(name)
-                self.set_mtu(name, mtu)
-            after = self.links()
-            wrong = ['%s is %s, wanted %s' % (name, after.get(name, {}).get('mtu'), entry['after'])
-                     for name, entry in plan['entries'].items()
-                     if entry['status'] in ('change', 'follows') and after.get(name, {}).get('mtu') != entry['after']]
-            if wrong:
-                raise RuntimeError('the kernel did not take the MTU: %s' % '; '.join(wrong))
-        except RuntimeError as exc:
-            self.claim(commit, 'module')
-            steps = [step for step in plan['revert_steps'] if step[0] in done]
-            restored, errors = self.restore(steps)
-            self.disarm(commit)
-            self.finish(state, commit, 'restored_by_module')
-            self.fail('Setting the MTU failed and the previous MTUs were restored (%s): %s.%s'
-                      % (', '.join('%s %s' % item for item in restored.items()) or 'nothing to restore', exc,
-                         ' Restore errors: %s' % '; '.join(errors) if errors else ''), restored=restored)
-        if p['listen']:
-            self.result['listener'] = self.start_listener(peers)
-        summary = 'set %s; commit-confirm timer %s restores it at %s unless confirmed' % (
-            ', '.join('%s %d -> %d' % step for step in plan['steps']),
-            commit.get('unit') or 'pid %s' % commit.get('pid'),
-            time.strftime('%H:%M:%S', time.localtime(commit['deadline'])))
-        self.result['summary'] = summary
-        if p['prove'] and peers:
-            self.check_proof(state, commit, peers, after, before)
+            if peer['interface'] not in [item[0] for item in requested]:
+                requested.append((peer['interface'], 'route to %s' % peer['peer']))
+    protected = mtuplan.protected(lm.run_ip, p['control_hosts'])
+    platform = mtuplan.platform(p['platform'], p['platform_max_mtu'])
+    change = linkmtu.plan(links, requested, target, protected=protected, platform=platform, clamp=p['clamp'],
+                          raise_parents=p['raise_parents'], allow_lower=p['allow_lower'],
+                          allow_protected=p['allow_control_interface'])
+    errors = errors + change['errors']
+    lm.result.update(interfaces=change['entries'], platform=platform, protected=protected,
+                     peers=[dict((k, v) for k, v in peer.items()) for peer in peers],
+                     tcp_mtu_probing=sysctl.read_live('net.ipv4.tcp_mtu_probing'))
+    if errors:
+        lm.fail('%s Nothing was changed.' % ' '.join(errors))
+    for text in change['warnings']:
+        lm.warn(text)
+    lm.result['notes'] = change['notes']
+    lm.result['would_change'] = change['changed']
+    lm.result['persist'] = [{'name': name, 'mtu': entry['after']} for name, entry in change['entries'].items()
+                            if entry['status'] in ('change', 'ok')]
+    lm.result['diff'] = {'before': linkmtu.diff_text(change['entries'], 'before'),
+                         'after': linkmtu.diff_text(change['entries'], 'after'),
+                         'before_header': 'live MTU (ip link)', 'after_header': 'live MTU (ip link)'}
+    if lm.result['tcp_mtu_probing'] in ('0', None) and change['changed']:
+        lm.warn('net.ipv4.tcp_mtu_probing is %s: TCP has no black-hole detection if a hop drops large '
+                'segments later. bdp.wan_tune.tcp_buffers sets it to 1 in its sysctl.d file; run it too.'
+                % lm.result['tcp_mtu_probing'])
+    return change, peers, links
 
-    def prove_pending(self, state, pending, peers, links):
-        """Prove a change an earlier call made (the play changed every host first)."""
-        self.result['commit'] = self.public(pending, 'pending')
-        wrong = []
-        for name, _before, after in pending['changes']:
-            if links.get(name, {}).get('mtu') != after:
-                wrong.append('%s is %s, the pending change set %s' % (name, links.get(name, {}).get('mtu'), after))
-        if self.p['listen'] and not self.module.check_mode:
-            self.result['listener'] = self.start_listener(peers)
+
+def present(lm):
+    change, peers, links = plan(lm)
+    state = lm.load_state()
+    pending = state.get('pending')
+    if pending and not lm.check_mode:
+        pending = lm.settle(state, pending)
+    if pending and change['changed']:
+        lm.fail('Change %s (%s) is still waiting for its confirmation, and this call asks for another one. '
+                'Confirm it (state=confirmed), undo it (state=reverted), or let its timer restore it at %s. '
+                'Nothing was changed.'
+                % (pending['token'], ', '.join('%s %s -> %s' % tuple(step) for step in pending['changes']),
+                   time.strftime('%H:%M:%S', time.localtime(pending['deadline']))))
+    if pending:
+        return prove_pending(lm, state, pending, peers, links)
+    if not change['changed']:
+        return unchanged(lm, peers, links)
+    lm.result['changed'] = True
+    if lm.check_mode:
+        lm.result['summary'] = 'would set %s' % ', '.join('%s %d -> %d' % step for step in change['steps'])
+        return None
+    return apply(lm, state, change, peers, links)
+
+
+def apply(lm, state, change, peers, links):
+    """Check the path at the current MTU, arm the timer, set the MTUs, read them back, and prove."""
+    p = lm.p
+    before = dict((name, links[name]['mtu']) for name in links)
+    # the path must work now at the current MTU, or the proof would blame the change
+    baseline = []
+    for peer in peers:
+        mtu = before.get(peer['interface'])
+        res = mtuproof.prove(peer['address'], peer['family'], mtu, None, tcp='off', count=p['probe_count'])
+        if not res['ok']:
+            baseline.append('%s (%s via %s) at the current MTU %s: %s' % (peer['peer'], peer['address'],
+                                                                          peer['interface'], mtu, res['summary']))
+    if baseline:
+        lm.fail('The path is not healthy before the change, so it cannot be proven after it: %s. Nothing was '
+                'changed.' % ' '.join(baseline))
+    token = '%s-%06x' % (time.strftime('%Y%m%d%H%M%S'), random.randint(0, 0xffffff))
+    try:
+        commit = lm.timer.arm(token, change['revert_steps'], p['confirm_timeout'], p['commit_method'])
+    except (RuntimeError, OSError) as exc:
+        lm.fail('Could not arm the commit-confirm timer, so the MTU was not changed: %s.' % exc)
+    commit['changes'] = change['steps']
+    commit['follows'] = dict((name, entry['before']) for name, entry in change['entries'].items()
+                             if entry['status'] == 'follows')
+    commit['peers'] = [peer['peer'] for peer in peers]
+    originals = state.setdefault('original', {})
+    for name, entry in change['entries'].items():
+        if entry['status'] in ('change', 'follows'):
+            originals.setdefault(name, entry['before'])
+    state['pending'] = commit
+    lm.save_state(state)
+    lm.result['commit'] = mtutimer.public(commit, 'pending')
+    done = []
+    try:
+        for name, _current, mtu in change['steps']:
+            done.append(name)
+            lm.set_mtu(name, mtu)
+        after = lm.links()
+        wrong = ['%s is %s, wanted %s' % (name, after.get(name, {}).get('mtu'), entry['after'])
+                 for name, entry in change['entries'].items()
+                 if entry['status'] in ('change', 'follows') and after.get(name, {}).get('mtu') != entry['after']]
         if wrong:
-            self.result['summary'] = 'pending change %s no longer matches the host: %s' % (pending['token'],
-                                                                                           '; '.join(wrong))
-            if not self.module.check_mode:
-                self.fail(self.result['summary'] + '. Run state=reverted to restore the previous MTUs.')
-            return
-        if self.module.check_mode or not self.p['prove'] or not peers:
-            self.result['summary'] = 'change %s is pending confirmation' % pending['token']
-            return
-        before = dict((name, prev) for name, prev, _after in pending['changes'])
-        self.check_proof(state, pending, peers, links, before)
+            raise RuntimeError('the kernel did not take the MTU: %s' % '; '.join(wrong))
+    except RuntimeError as exc:
+        lm.timer.claim(commit, 'module')
+        restored, errors = lm.timer.restore([step for step in change['revert_steps'] if step[0] in done])
+        lm.timer.disarm(commit)
+        lm.finish(state, commit, 'restored_by_module')
+        lm.fail('Setting the MTU failed and the previous MTUs were restored (%s): %s.%s'
+                % (', '.join('%s %s' % item for item in restored.items()) or 'nothing to restore', exc,
+                   ' Restore errors: %s' % '; '.join(errors) if errors else ''), restored=restored)
+    if p['listen']:
+        lm.start_listener(peers)
+    lm.result['summary'] = 'set %s; commit-confirm timer %s restores it at %s unless confirmed' % (
+        ', '.join('%s %d -> %d' % step for step in change['steps']),
+        commit.get('unit') or 'pid %s' % commit.get('pid'),
+        time.strftime('%H:%M:%S', time.localtime(commit['deadline'])))
+    if p['prove'] and peers:
+        check_proof(lm, state, commit, peers, after, before)
 
-    def check_proof(self, state, commit, peers, links, before):
-        mtus = dict((name, link['mtu']) for name, link in links.items())
-        results = self.prove_all(peers, mtus, before)
-        self.result['peers'] = results
-        ok, failed = linkmtu.proof_verdict(results)
-        if ok:
-            self.result['summary'] = ('%s; path proven to %s' % (self.result.get('summary') or 'change %s pending'
-                                                                 % commit['token'],
-                                                                 '; '.join('%s (%s via %s): %s' % (
-                                                                     r['peer'], r['address'], r['interface'],
-                                                                     r['summary']) for r in results)))
-            return
-        if not self.claim(commit, 'module'):
-            self.fail('The path proof failed, and the commit-confirm timer had already restored the previous MTUs: '
-                      '%s' % self.failure_text(failed))
-        restored, errors = self.restore(commit['revert_steps'])
-        self.disarm(commit)
-        self.finish(state, commit, 'restored_by_module')
-        self.stop_listener()
-        again = []
-        for item in failed:
-            peer = [p_ for p_ in peers if p_['peer'] == item['peer']][0]
-            back = before.get(item['interface'], links.get(item['interface'], {}).get('mtu'))
-            res = mtuproof.prove(peer['address'], peer['family'], back, None, tcp='off', count=self.p['probe_count'])
-            again.append('%s-byte packets to %s get through again' % (back, item['peer']) if res['ok'] else
-                         'even %s-byte packets to %s still fail: %s' % (back, item['peer'], res['summary']))
-        self.result['restored'] = restored
-        self.fail('Path proof failed, so the MTU was restored (%s): %s After the restore: %s.%s See docs/jumbo.md, '
-                  '"When the proof fails".'
-                  % (', '.join('%s %s' % item for item in sorted(restored.items())), self.failure_text(failed),
-                     '; '.join(again), ' Restore errors: %s.' % '; '.join(errors) if errors else ''),
-                  restored=restored)
 
-    def failure_text(self, failed):
-        return ' '.join('Peer %s (%s via %s, MTU %s): %s.' % (item['peer'], item['address'], item['interface'],
-                                                              item.get('mtu'), item.get('summary'))
-                        for item in failed)
+def prove_pending(lm, state, pending, peers, links):
+    """Prove a change an earlier call made (the play changed every host first)."""
+    lm.result['commit'] = mtutimer.public(pending, 'pending')
+    wrong = []
+    for name, _before, after in pending['changes']:
+        if links.get(name, {}).get('mtu') != after:
+            wrong.append('%s is %s, the pending change set %s' % (name, links.get(name, {}).get('mtu'), after))
+    if lm.p['listen'] and not lm.check_mode:
+        lm.start_listener(peers)
+    if wrong:
+        lm.result['summary'] = 'pending change %s no longer matches the host: %s' % (pending['token'],
+                                                                                     '; '.join(wrong))
+        if not lm.check_mode:
+            lm.fail(lm.result['summary'] + '. Run state=reverted to restore the previous MTUs.')
+        return
+    if lm.check_mode or not lm.p['prove'] or not peers:
+        lm.result['summary'] = 'change %s is pending confirmation' % pending['token']
+        return
+    before = dict((name, prev) for name, prev, _after in pending['changes'])
+    check_proof(lm, state, pending, peers, links, before)
 
-    def unchanged(self, peers, links):
-        p = self.p
-        if p['listen'] and not self.module.check_mode:
-            self.result['listener'] = self.start_listener(peers)
-        if self.module.check_mode or not p['verify'] or not peers:
-            self.result['summary'] = 'nothing to change'
-            return
-        mtus = dict((name, link['mtu']) for name, link in links.items())
-        results = self.quick_verify(peers, mtus)
-        self.result['peers'] = results
-        ok, failed = linkmtu.proof_verdict(results)
-        if not ok:
-            self.fail('The MTU is already as wanted, but the path no longer carries full-size packets: %s Nothing '
-                      'was changed; fix the path, or undo with state=absent. See docs/jumbo.md.'
-                      % self.failure_text(failed))
-        self.result['summary'] = 'nothing to change; verified %s' % '; '.join(
-            '%s at %s bytes' % (r['peer'], r['mtu']) for r in results)
 
-    def finish(self, state, commit, outcome):
-        state.setdefault('history', []).append({'token': commit['token'], 'outcome': outcome, 'at': int(time.time())})
-        state['history'] = state['history'][-20:]
-        if outcome != 'confirmed':
-            originals = state.get('original', {})
-            committed = state.get('committed', {})
-            for name, _before, _after in commit['changes']:
-                if name not in committed:
-                    originals.pop(name, None)
-            for name in commit.get('follows', {}):
-                if name not in committed:
-                    originals.pop(name, None)
-        state['pending'] = None
-        try:
-            shutil.rmtree(commit['decided'])
-        except OSError:
-            pass
-        if outcome != 'confirmed':
-            self.log_revert(commit['token'], 'module', dict((name, prev) for name, _c, prev in commit['revert_steps']))
-        self.save_state(state)
+def check_proof(lm, state, commit, peers, links, before):
+    """Prove every peer; on failure restore now, disarm, stop the listener and fail naming the sizes."""
+    p = lm.p
+    mtus = dict((name, link['mtu']) for name, link in links.items())
+    results = mtuproof.prove_peers(peers, mtus, before, port=p['proof_port'], tcp=p['tcp_proof'],
+                                   count=p['probe_count'])
+    lm.result['peers'] = results
+    ok, failed = linkmtu.proof_verdict(results)
+    if ok:
+        lm.result['summary'] = '%s; path proven to %s' % (
+            lm.result.get('summary') or 'change %s pending' % commit['token'],
+            '; '.join('%s (%s via %s): %s' % (r['peer'], r['address'], r['interface'], r['summary']) for r in results))
+        return
+    if not lm.timer.claim(commit, 'module'):
+        lm.fail('The path proof failed, and the commit-confirm timer had already restored the previous MTUs: '
+                '%s' % mtuproof.failure_text(failed))
+    restored, errors = lm.timer.restore(commit['revert_steps'])
+    lm.timer.disarm(commit)
+    lm.finish(state, commit, 'restored_by_module')
+    lm.listener.stop()
+    again = []
+    for item in failed:
+        peer = [p_ for p_ in peers if p_['peer'] == item['peer']][0]
+        back = before.get(item['interface'], links.get(item['interface'], {}).get('mtu'))
+        res = mtuproof.prove(peer['address'], peer['family'], back, None, tcp='off', count=p['probe_count'])
+        again.append('%s-byte packets to %s get through again' % (back, item['peer']) if res['ok'] else
+                     'even %s-byte packets to %s still fail: %s' % (back, item['peer'], res['summary']))
+    lm.result['restored'] = restored
+    lm.fail('Path proof failed, so the MTU was restored (%s): %s After the restore: %s.%s See docs/jumbo.md, '
+            '"When the proof fails".'
+            % (', '.join('%s %s' % item for item in sorted(restored.items())), mtuproof.failure_text(failed),
+               '; '.join(again), ' Restore errors: %s.' % '; '.join(errors) if errors else ''),
+            restored=restored)
 
-    def public(self, commit, status):
-        keys = ('token', 'method', 'unit', 'pid', 'timeout', 'armed_at', 'deadline')
-        out = dict((key, commit[key]) for key in keys if key in commit)
-        out['state'] = status
-        out['changes'] = [{'interface': name, 'before': before, 'after': after}
-                          for name, before, after in commit.get('changes', [])]
-        return out
 
-    def confirmed(self):
-        state = self.load_state()
-        pending = state.get('pending')
-        stopped = False if self.module.check_mode else self.stop_listener()
-        if not pending:
-            self.result['summary'] = 'no pending MTU change to confirm'
-            self.result['outcome'] = None
-            self.result['listener_stopped'] = stopped
-            return
-        self.result['commit'] = self.public(pending, 'pending')
-        if self.module.check_mode:
-            self.result.update(changed=True, summary='would confirm change %s' % pending['token'])
-            return
-        if self.stale(pending) or not self.claim(pending, 'confirmed'):
-            end = linkmtu.outcome(pending, self.decided_by(pending) or 'timer', self.revert_records())
-            self.settle(state, pending)
-            self.result['outcome'] = end['state']
-            at = time.strftime('%F %T', time.localtime(end['at'])) if end['at'] else 'an unknown time'
-            self.fail('Too late: the commit-confirm timer of change %s restored the previous MTUs (%s) at %s, %d s '
-                      'after the change, before this confirmation. The change is not in effect. If the control '
-                      'connection was fine, raise confirm_timeout (the whole play must fit in it).'
-                      % (pending['token'], ', '.join('%s %s' % (n, prev) for n, _c, prev in pending['revert_steps']),
-                         at, pending['timeout']))
-        self.disarm(pending)
-        links = self.links()
-        drift = ['%s is %s' % (name, links.get(name, {}).get('mtu')) for name, _b, after in pending['changes']
-                 if links.get(name, {}).get('mtu') != after]
-        committed = state.setdefault('committed', {})
-        for name, _before, after in pending['changes']:
-            committed[name] = after
-        for name in pending.get('follows', {}):
-            committed[name] = links.get(name, {}).get('mtu')
-        state.setdefault('order', [])
-        for name, _before, _after in pending['changes']:
-            if name not in state['order']:
-                state['order'].append(name)
-        self.finish(state, pending, 'confirmed')
-        self.result.update(changed=True, outcome='confirmed', listener_stopped=stopped)
-        self.result['commit']['state'] = 'confirmed'
-        self.result['summary'] = 'confirmed change %s (%s); the timer is disarmed' % (
-            pending['token'], ', '.join('%s %d -> %d' % tuple(step) for step in pending['changes']))
-        if drift:
-            self.module.warn('after confirming, %s differ from the change' % ', '.join(drift))
+def unchanged(lm, peers, links):
+    """Nothing to change: start the listener if asked, and verify the path read-only."""
+    p = lm.p
+    if p['listen'] and not lm.check_mode:
+        lm.start_listener(peers)
+    if lm.check_mode or not p['verify'] or not peers:
+        lm.result['summary'] = 'nothing to change'
+        return
+    mtus = dict((name, link['mtu']) for name, link in links.items())
+    results = mtuproof.verify_peers(peers, mtus, count=p['probe_count'])
+    lm.result['peers'] = results
+    ok, failed = linkmtu.proof_verdict(results)
+    if not ok:
+        lm.fail('The MTU is already as wanted, but the path no longer carries full-size packets: %s Nothing '
+                'was changed; fix the path, or undo with state=absent. See docs/jumbo.md.'
+                % mtuproof.failure_text(failed))
+    lm.result['summary'] = 'nothing to change; verified %s' % '; '.join(
+        '%s at %s bytes' % (r['peer'], r['mtu']) for r in results)
 
-    def reverted(self):
-        state = self.load_state()
-        pending = state.get('pending')
-        if not self.module.check_mode:
-            self.stop_listener()
-        if not pending:
-            history = state.get('history', [])
-            last = history[-1] if history else None
-            self.result['outcome'] = last['outcome'] if last else None
-            self.result['summary'] = ('no pending change; the last one (%s) ended %s at %s' % (
-                last['token'], last['outcome'].replace('_', ' '), time.strftime('%F %T', time.localtime(last['at'])))
-                if last else 'no pending change and none recorded')
-            return
-        self.result['commit'] = self.public(pending, 'pending')
-        if self.module.check_mode:
-            self.result.update(changed=True, summary='would restore %s' % pending['token'])
-            return
-        if not self.stale(pending) and self.claim(pending, 'module'):
-            restored, errors = self.restore(pending['revert_steps'])
-            self.disarm(pending)
-            self.finish(state, pending, 'restored_by_module')
-            self.result.update(changed=True, restored=restored, outcome='restored_by_module')
-            self.result['summary'] = ('change %s was not confirmed; restored %s now%s'
-                                      % (pending['token'], ', '.join('%s %s' % i for i in sorted(restored.items())),
-                                         ' (errors: %s)' % '; '.join(errors) if errors else ''))
-            return
-        end = linkmtu.outcome(pending, self.decided_by(pending) or 'timer', self.revert_records())
-        self.drop_pending(state, pending, end['state'])
-        at = time.strftime('%F %T', time.localtime(end['at'])) if end['at'] else 'boot'
-        restored = dict((name, prev) for name, _c, prev in pending['revert_steps'])
-        self.result.update(outcome=end['state'], restored=restored, record=end['record'])
-        self.result['summary'] = ('change %s was not confirmed; the commit-confirm timer restored %s at %s'
-                                  % (pending['token'], ', '.join('%s %s' % i for i in sorted(restored.items())), at))
 
-    def absent(self):
-        state = self.load_state()
-        if state.get('pending'):
-            self.reverted()
-            state = self.load_state()
-        originals = state.get('original', {})
-        committed = state.get('committed', {})
-        links = self.links()
-        order = [name for name in reversed(state.get('order', [])) if name in originals]
-        order += [name for name in originals if name not in order]
-        steps, left = [], []
-        for name in order:
-            live = links.get(name, {}).get('mtu')
-            if name not in links:
-                left.append('%s no longer exists' % name)
-            elif live == originals[name]:
-                continue
-            elif name in committed and live != committed[name]:
-                left.append('%s is %s, changed by someone else since this role set %s: left alone'
-                            % (name, live, committed[name]))
-            elif name in [s[0] for s in steps]:
-                continue
-            else:
-                steps.append((name, live, originals[name]))
-        # members of a bond follow the bond: restore masters only when the master is in the list
-        masters = set(s[0] for s in steps)
-        steps = [s for s in steps if links.get(s[0], {}).get('master') not in masters
-                 or links[links[s[0]]['master']].get('kind') not in linkmtu.PROPAGATING_MASTERS]
-        self.result['diff'] = {'before': ''.join('%s mtu %s\n' % (n, c) for n, c, _p in steps),
-                               'after': ''.join('%s mtu %s\n' % (n, prev) for n, _c, prev in steps),
-                               'before_header': 'live MTU (ip link)', 'after_header': 'live MTU (ip link)'}
-        for text in left:
-            self.module.warn(text)
-        self.result['changed'] = self.result['changed'] or bool(steps) or bool(state)
-        if self.module.check_mode:
-            self.result['summary'] = 'would restore %s' % (', '.join('%s %s' % (n, prev) for n, _c, prev in steps)
-                                                           or 'nothing')
-            return
-        restored, errors = self.restore(steps)
-        if errors:
-            self.fail('Restoring the recorded MTU failed: %s; the record was kept so you can retry.'
-                      % '; '.join(errors), restored=restored)
-        self.stop_listener()
-        self.drop_state()
-        self.result['restored'] = dict(self.result.get('restored') or {}, **restored)
-        self.result['summary'] = 'restored %s' % (', '.join('%s %s' % i for i in sorted(restored.items()))
-                                                  or 'nothing (already at the recorded MTU)')
+# ---------------------------------------------------------------------------------------------- state=confirmed
+
+def confirmed(lm):
+    """Disarm the timer of the pending change and record it as committed; too late if the timer decided."""
+    state = lm.load_state()
+    pending = state.get('pending')
+    stopped = False if lm.check_mode else lm.listener.stop()
+    if not pending:
+        lm.result['summary'] = 'no pending MTU change to confirm'
+        lm.result['outcome'] = None
+        lm.result['listener_stopped'] = stopped
+        return
+    lm.result['commit'] = mtutimer.public(pending, 'pending')
+    if lm.check_mode:
+        lm.result.update(changed=True, summary='would confirm change %s' % pending['token'])
+        return
+    if lm.timer.stale(pending) or not lm.timer.claim(pending, 'confirmed'):
+        end = lm.timer.outcome(pending)
+        lm.settle(state, pending)
+        lm.result['outcome'] = end['state']
+        at = time.strftime('%F %T', time.localtime(end['at'])) if end['at'] else 'an unknown time'
+        lm.fail('Too late: the commit-confirm timer of change %s restored the previous MTUs (%s) at %s, %d s '
+                'after the change, before this confirmation. The change is not in effect. If the control '
+                'connection was fine, raise confirm_timeout (the whole play must fit in it).'
+                % (pending['token'], ', '.join('%s %s' % (n, prev) for n, _c, prev in pending['revert_steps']),
+                   at, pending['timeout']))
+    lm.timer.disarm(pending)
+    links = lm.links()
+    drift = ['%s is %s' % (name, links.get(name, {}).get('mtu')) for name, _b, after in pending['changes']
+             if links.get(name, {}).get('mtu') != after]
+    committed = state.setdefault('committed', {})
+    for name, _before, after in pending['changes']:
+        committed[name] = after
+    for name in pending.get('follows', {}):
+        committed[name] = links.get(name, {}).get('mtu')
+    state.setdefault('order', [])
+    for name, _before, _after in pending['changes']:
+        if name not in state['order']:
+            state['order'].append(name)
+    lm.finish(state, pending, 'confirmed')
+    lm.result.update(changed=True, outcome='confirmed', listener_stopped=stopped)
+    lm.result['commit']['state'] = 'confirmed'
+    lm.result['summary'] = 'confirmed change %s (%s); the timer is disarmed' % (pending['token'], _changes(pending))
+    if drift:
+        lm.warn('after confirming, %s differ from the change' % ', '.join(drift))
+
+
+# ---------------------------------------------------------------------------------------------- state=reverted
+
+def reverted(lm):
+    """Undo the pending change now, or report that its timer already did."""
+    state = lm.load_state()
+    pending = state.get('pending')
+    if not lm.check_mode:
+        lm.listener.stop()
+    if not pending:
+        history = state.get('history', [])
+        last = history[-1] if history else None
+        lm.result['outcome'] = last['outcome'] if last else None
+        lm.result['summary'] = ('no pending change; the last one (%s) ended %s at %s' % (
+            last['token'], last['outcome'].replace('_', ' '), time.strftime('%F %T', time.localtime(last['at'])))
+            if last else 'no pending change and none recorded')
+        return
+    lm.result['commit'] = mtutimer.public(pending, 'pending')
+    if lm.check_mode:
+        lm.result.update(changed=True, summary='would restore %s' % pending['token'])
+        return
+    if not lm.timer.stale(pending) and lm.timer.claim(pending, 'module'):
+        restored, errors = lm.timer.restore(pending['revert_steps'])
+        lm.timer.disarm(pending)
+        lm.finish(state, pending, 'restored_by_module')
+        lm.result.update(changed=True, restored=restored, outcome='restored_by_module')
+        lm.result['summary'] = ('change %s was not confirmed; restored %s now%s'
+                                % (pending['token'], _steps(restored),
+                                   ' (errors: %s)' % '; '.join(errors) if errors else ''))
+        return
+    end = lm.timer.outcome(pending)
+    lm.drop_pending(state, pending, end['state'])
+    at = time.strftime('%F %T', time.localtime(end['at'])) if end['at'] else 'boot'
+    restored = dict((name, prev) for name, _c, prev in pending['revert_steps'])
+    lm.result.update(outcome=end['state'], restored=restored, record=end['record'])
+    lm.result['summary'] = ('change %s was not confirmed; the commit-confirm timer restored %s at %s'
+                            % (pending['token'], _steps(restored), at))
+
+
+# ---------------------------------------------------------------------------------------------- state=absent
+
+def absent(lm):
+    """Restore the MTUs recorded before the first change, except where someone else changed them since."""
+    state = lm.load_state()
+    if state.get('pending'):
+        reverted(lm)
+        state = lm.load_state()
+    originals = state.get('original', {})
+    committed = state.get('committed', {})
+    links = lm.links()
+    order = [name for name in reversed(state.get('order', [])) if name in originals]
+    order += [name for name in originals if name not in order]
+    steps, left = [], []
+    for name in order:
+        live = links.get(name, {}).get('mtu')
+        if name not in links:
+            left.append('%s no longer exists' % name)
+        elif live == originals[name]:
+            continue
+        elif name in committed and live != committed[name]:
+            left.append('%s is %s, changed by someone else since this role set %s: left alone'
+                        % (name, live, committed[name]))
+        elif name in [s[0] for s in steps]:
+            continue
+        else:
+            steps.append((name, live, originals[name]))
+    # members of a bond follow the bond: restore masters only when the master is in the list
+    masters = set(s[0] for s in steps)
+    steps = [s for s in steps if links.get(s[0], {}).get('master') not in masters
+             or links[links[s[0]]['master']].get('kind') not in linkmtu.PROPAGATING_MASTERS]
+    lm.result['diff'] = {'before': ''.join('%s mtu %s\n' % (n, c) for n, c, _p in steps),
+                         'after': ''.join('%s mtu %s\n' % (n, prev) for n, _c, prev in steps),
+                         'before_header': 'live MTU (ip link)', 'after_header': 'live MTU (ip link)'}
+    for text in left:
+        lm.warn(text)
+    lm.result['changed'] = lm.result['changed'] or bool(steps) or bool(state)
+    if lm.check_mode:
+        lm.result['summary'] = 'would restore %s' % (', '.join('%s %s' % (n, prev) for n, _c, prev in steps)
+                                                     or 'nothing')
+        return
+    restored, errors = lm.timer.restore(steps)
+    if errors:
+        lm.fail('Restoring the recorded MTU failed: %s; the record was kept so you can retry.'
+                % '; '.join(errors), restored=restored)
+    lm.listener.stop()
+    lm.drop_state()
+    lm.result['restored'] = dict(lm.result.get('restored') or {}, **restored)
+    lm.result['summary'] = 'restored %s' % (_steps(restored) or 'nothing (already at the recorded MTU)')
+
+
+STATES = {'present': present, 'confirmed': confirmed, 'reverted': reverted, 'absent': absent}
 
 
 def main():
@@ -1094,8 +730,7 @@ def main():
             allow_lower=dict(type='bool', default=False),
             platform=dict(type='str', default='auto', choices=['auto', 'none', 'aws', 'gcp', 'azure', 'azure-mana']),
             platform_max_mtu=dict(type='int'),
-            state_dir=dict(type='path', default='/var/lib/bdp_wan_tune'),
-            run_dir=dict(type='path', default='/run/bdp_wan_tune'),
+            state_dir=dict(type='path', default=files.STATE_DIR),
         ),
         required_if=[('state', 'present', ('mtu',))],
         supports_check_mode=True,
@@ -1109,7 +744,7 @@ def main():
         module.fail_json(msg='probe_count: %d; send at least one probe.' % module.params['probe_count'])
     link = LinkMtu(module)
     try:
-        getattr(link, module.params['state'])()
+        STATES[module.params['state']](link)
     except RuntimeError as exc:
         link.fail(str(exc))
     module.exit_json(**link.result)

@@ -360,7 +360,7 @@ def test_one_congestion_control_name_rule():
 
 
 @pytest.mark.parametrize('name', ['bbr_sysctl_file', 'bbr_modules_load_file', 'tcp_buffers_sysctl_file',
-                                  'jumbo_mtu_config_root', 'jumbo_mtu_state_dir'])
+                                  'jumbo_mtu_state_dir'])
 @pytest.mark.parametrize('value, reason', [('etc/sysctl.d/x.conf', 'is not an absolute path'),
                                            ('~/x.conf', 'is not an absolute path'), ('', 'is empty'),
                                            ('/tmp/a\nb.conf', 'contains a control character')])

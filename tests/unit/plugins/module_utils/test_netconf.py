@@ -94,8 +94,16 @@ network:
 '''
 
 
-def test_mini_yaml_reads_netplan_files_like_pyyaml():
-    assert netconf._mini_yaml(CLOUD_INIT) == yaml.safe_load(CLOUD_INIT)
+def test_netplan_files_are_read_with_pyyaml():
+    assert netconf.yaml_load(CLOUD_INIT) == yaml.safe_load(CLOUD_INIT)
+    assert netconf.yaml_load('') == {} and netconf.yaml_load('# only a comment\n') == {}
+
+
+def test_without_pyyaml_reading_netplan_fails_clearly(monkeypatch):
+    monkeypatch.setattr(netconf, 'HAS_YAML', False)
+    with pytest.raises(netconf.NetConfError) as err:
+        netconf.yaml_load(CLOUD_INIT)
+    assert 'needs PyYAML' in str(err.value) and 'python3-yaml' in str(err.value)
 
 
 def test_netplan_definitions_merge_by_file_name():
@@ -141,7 +149,7 @@ def test_netplan_render_merges_into_the_same_ids():
     assert yaml.safe_load(text) == {'network': {'version': 2, 'ethernets': {'eth1': {
         'match': {'macaddress': 'aa:bb:cc:00:00:01'}, 'set-name': 'eth1', 'mtu': 9000}},
         'bonds': {'bond0': {'mtu': 9000}}}}
-    assert netconf._mini_yaml(text) == yaml.safe_load(text)
+    assert netconf.yaml_load(text) == yaml.safe_load(text)
 
 
 def test_netplan_conflicts_are_later_files_only():

@@ -14,7 +14,9 @@ import socket
 import pytest
 
 from ansible.module_utils import basic
+from ansible_collections.bdp.wan_tune.plugins.module_utils import mtuplan
 from ansible_collections.bdp.wan_tune.plugins.module_utils import mtuproof
+from ansible_collections.bdp.wan_tune.plugins.module_utils import mtutimer
 from ansible_collections.bdp.wan_tune.plugins.modules import link_mtu
 
 
@@ -90,14 +92,15 @@ def host(monkeypatch, tmp_path):
 
     monkeypatch.setattr(basic.AnsibleModule, 'get_bin_path', get_bin_path)
     monkeypatch.setattr(mtuproof, 'prove', fake.prover)
-    monkeypatch.setattr(link_mtu.LinkMtu, 'ssh_client', lambda self: None)
-    monkeypatch.setattr(link_mtu.LinkMtu, 'platform', lambda self: None)
-    monkeypatch.setattr(link_mtu.LinkMtu, 'start_listener', lambda self, peers: {'running': False})
+    monkeypatch.setattr(mtuplan, 'ssh_client', lambda: None)
+    monkeypatch.setattr(mtuplan, 'platform', lambda choice, max_mtu=None: None)
+    monkeypatch.setattr(mtuproof.Listener, 'start', lambda self, peers: {'running': False})
     fake.state_dir = str(tmp_path / 'state')
     fake.run_dir = str(tmp_path / 'run')
+    monkeypatch.setenv(mtutimer.RUN_DIR_ENV, fake.run_dir)      # the test hook: not an option of the module
     # The process timer would run its script on this machine after the timeout: start a harmless
     # stand-in with the script's path in its command line instead (disarm finds and kills it by that).
-    real_spawn = link_mtu.spawn_detached
+    real_spawn = mtutimer.spawn_detached
     started = []
 
     def spawn(argv, ready_pipe=False):
@@ -107,7 +110,7 @@ def host(monkeypatch, tmp_path):
         started.append(pid)
         return pid, pipe
 
-    monkeypatch.setattr(link_mtu, 'spawn_detached', spawn)
+    monkeypatch.setattr(mtutimer, 'spawn_detached', spawn)
     yield fake
     for pid in started:
         try:
@@ -121,7 +124,7 @@ def host(monkeypatch, tmp_path):
 
 
 def args(host, **extra):
-    base = {'mtu': 9000, 'peers': ['198.18.0.2'], 'state_dir': host.state_dir, 'run_dir': host.run_dir,
+    base = {'mtu': 9000, 'peers': ['198.18.0.2'], 'state_dir': host.state_dir,
             'commit_method': 'process', 'confirm_timeout': 60}
     base.update(extra)
     return base
@@ -184,8 +187,7 @@ def test_change_prove_confirm_then_nothing_to_do(run_module, host):
     assert state_of(host)['pending']['token'] == commit['token']
     assert state_of(host)['original'] == {'wan0': 1500}
 
-    confirmed = run_module(link_mtu.main, {'state': 'confirmed', 'state_dir': host.state_dir,
-                                           'run_dir': host.run_dir})
+    confirmed = run_module(link_mtu.main, {'state': 'confirmed', 'state_dir': host.state_dir})
     assert confirmed['changed'] and confirmed['outcome'] == 'confirmed'
     assert not os.path.exists(script)                       # disarmed: the timer's script is gone
     state = state_of(host)
@@ -194,8 +196,7 @@ def test_change_prove_confirm_then_nothing_to_do(run_module, host):
 
     again = run_module(link_mtu.main, args(host))
     assert not again['changed'] and again['summary'] == 'nothing to change; verified 198.18.0.2 at 9000 bytes'
-    assert run_module(link_mtu.main, {'state': 'confirmed', 'state_dir': host.state_dir,
-                                      'run_dir': host.run_dir})['changed'] is False
+    assert run_module(link_mtu.main, {'state': 'confirmed', 'state_dir': host.state_dir})['changed'] is False
 
 
 def test_failed_proof_restores_and_names_the_sizes(run_module, host):
@@ -239,7 +240,7 @@ def test_confirmation_after_the_timer_fired_is_too_late(run_module, host):
     with open(os.path.join(host.state_dir, 'jumbo_mtu-reverts.log'), 'w') as handle:
         handle.write(json.dumps({'token': token, 'by': 'timer', 'at': 1795317238, 'restored': 'wan0=1500'}) + '\n')
     host.run_command(['/sbin/ip', 'link', 'set', 'dev', 'wan0', 'mtu', '1500'])
-    late = run_module(link_mtu.main, {'state': 'confirmed', 'state_dir': host.state_dir, 'run_dir': host.run_dir})
+    late = run_module(link_mtu.main, {'state': 'confirmed', 'state_dir': host.state_dir})
     assert late['failed'] and late['outcome'] == 'restored_by_timer'
     assert late['msg'].startswith('Too late: the commit-confirm timer of change %s restored the previous MTUs '
                                   '(wan0 1500)' % token)
@@ -248,31 +249,30 @@ def test_confirmation_after_the_timer_fired_is_too_late(run_module, host):
 
 def test_reverted_after_a_lost_connection(run_module, host):
     result = run_module(link_mtu.main, args(host, prove=False))
-    reverted = run_module(link_mtu.main, {'state': 'reverted', 'state_dir': host.state_dir, 'run_dir': host.run_dir})
+    reverted = run_module(link_mtu.main, {'state': 'reverted', 'state_dir': host.state_dir})
     assert reverted['changed'] and reverted['outcome'] == 'restored_by_module'
     assert reverted['restored'] == {'wan0': 1500} and host.mtu('wan0') == 1500
     assert 'was not confirmed; restored wan0 1500 now' in reverted['summary']
     assert not os.path.exists(os.path.join(host.run_dir, 'jumbo_mtu-%s.sh' % result['commit']['token']))
-    again = run_module(link_mtu.main, {'state': 'reverted', 'state_dir': host.state_dir, 'run_dir': host.run_dir})
+    again = run_module(link_mtu.main, {'state': 'reverted', 'state_dir': host.state_dir})
     assert not again['changed'] and 'ended restored by module' in again['summary']
 
 
 def test_absent_restores_what_was_recorded_and_leaves_foreign_changes(run_module, host):
     run_module(link_mtu.main, args(host))
-    run_module(link_mtu.main, {'state': 'confirmed', 'state_dir': host.state_dir, 'run_dir': host.run_dir})
-    check = run_module(link_mtu.main, {'state': 'absent', 'state_dir': host.state_dir, 'run_dir': host.run_dir,
+    run_module(link_mtu.main, {'state': 'confirmed', 'state_dir': host.state_dir})
+    check = run_module(link_mtu.main, {'state': 'absent', 'state_dir': host.state_dir,
                                        '_ansible_check_mode': True})
     assert check['changed'] and check['diff']['after'] == 'wan0 mtu 1500\n' and host.mtu('wan0') == 9000
-    undone = run_module(link_mtu.main, {'state': 'absent', 'state_dir': host.state_dir, 'run_dir': host.run_dir})
+    undone = run_module(link_mtu.main, {'state': 'absent', 'state_dir': host.state_dir})
     assert undone['changed'] and undone['restored'] == {'wan0': 1500} and host.mtu('wan0') == 1500
     assert not os.path.exists(host.state_dir)
-    assert not run_module(link_mtu.main, {'state': 'absent', 'state_dir': host.state_dir,
-                                          'run_dir': host.run_dir})['changed']
+    assert not run_module(link_mtu.main, {'state': 'absent', 'state_dir': host.state_dir})['changed']
     # someone else changed it after us: left alone
     run_module(link_mtu.main, args(host))
-    run_module(link_mtu.main, {'state': 'confirmed', 'state_dir': host.state_dir, 'run_dir': host.run_dir})
+    run_module(link_mtu.main, {'state': 'confirmed', 'state_dir': host.state_dir})
     host.run_command(['/sbin/ip', 'link', 'set', 'dev', 'wan0', 'mtu', '4000'])
-    left = run_module(link_mtu.main, {'state': 'absent', 'state_dir': host.state_dir, 'run_dir': host.run_dir})
+    left = run_module(link_mtu.main, {'state': 'absent', 'state_dir': host.state_dir})
     assert host.mtu('wan0') == 4000
     assert any('changed by someone else' in text for text in left['warning_msgs'])
 
@@ -282,5 +282,5 @@ def test_a_second_change_waits_for_the_pending_one(run_module, host):
     other = run_module(link_mtu.main, args(host, mtu=8000, allow_lower=True))
     assert other['failed'] and 'is still waiting for its confirmation' in other['msg']
     assert host.mtu('wan0') == 9000
-    run_module(link_mtu.main, {'state': 'reverted', 'state_dir': host.state_dir, 'run_dir': host.run_dir})
+    run_module(link_mtu.main, {'state': 'reverted', 'state_dir': host.state_dir})
     assert host.mtu('wan0') == 1500

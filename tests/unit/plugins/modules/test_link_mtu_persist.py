@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from ansible.module_utils import basic
+from ansible_collections.bdp.wan_tune.plugins.module_utils import netconf
 from ansible_collections.bdp.wan_tune.plugins.modules import link_mtu_persist
 
 LINKS = [
@@ -181,6 +182,14 @@ def test_netplan_file_matches_by_mac_and_is_private(run_module, root):
     assert not run(run_module, root)['changed']
     run_module(link_mtu_persist.main, {'state': 'absent', 'root': root.path, 'state_dir': root.state_dir})
     assert not os.path.exists(ours)
+
+
+def test_netplan_without_pyyaml_fails_clearly_and_writes_nothing(run_module, root, monkeypatch):
+    root.file('etc/netplan/50-cloud-init.yaml', NETPLAN, 0o600)
+    monkeypatch.setattr(netconf, 'HAS_YAML', False)
+    result = run(run_module, root)
+    assert result['failed'] and 'cannot read netplan file' in result['msg'] and 'python3-yaml' in result['msg']
+    assert not os.path.exists(os.path.join(root.path, 'etc/netplan/90-bdp-wan-tune-mtu.yaml'))
 
 
 def test_netplan_later_file_conflicts(run_module, root):
