@@ -40,6 +40,8 @@ host() {
 lab() {
     stage "WAN lab: stock vs tuned over an emulated 1 Gbit/s, 98 ms link"
     python -m pytest tests/integration/test_lab_demo.py -q
+    stage "WAN lab: playbooks/verify.yml before (stock, fails) and after tuning (passes), report with the baseline"
+    python -m pytest tests/integration/test_lab_verify.py -q
 }
 
 jumbo() {

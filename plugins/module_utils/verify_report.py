@@ -112,6 +112,7 @@ def build_run(entries, label, when, check_mode=False):
     pairs = [normalise(entry, check_mode) for entry in entries]
     failed = [pair for pair in pairs if pair['status'] in FAILED]
     return {'schema': SCHEMA, 'id': when.strftime('%Y%m%dT%H%M%SZ'), 'time': when.strftime('%Y-%m-%dT%H:%M:%SZ'),
+            'order': when.timestamp(),
             'label': label, 'check_mode': bool(check_mode), 'pairs': pairs,
             'failed_pairs': [pair['key'] for pair in failed],
             'passed': None if check_mode or not pairs else not failed}
@@ -137,9 +138,14 @@ def parse_run(text):
     return run
 
 
+def _when(run):
+    """What orders runs: the exact time of the run (``order``), then its time in seconds and its file name."""
+    return (run.get('order') or 0, run.get('time', ''), run.get('file', ''))
+
+
 def sort_runs(runs):
-    """Oldest first, by time and then id (ids of one second are numbered by run_file_name)."""
-    return sorted(runs, key=lambda run: (run.get('time', ''), run.get('file', '')))
+    """Oldest first."""
+    return sorted(runs, key=_when)
 
 
 def baseline(runs, run, key):
@@ -148,7 +154,7 @@ def baseline(runs, run, key):
         return None
     found = None
     for other in sort_runs(runs):
-        if other is run or (other.get('time', ''), other.get('file', '')) >= (run.get('time', ''), run.get('file', '')):
+        if other is run or _when(other) >= _when(run):
             continue
         if other.get('label') != STOCK or other.get('check_mode'):
             continue
@@ -206,9 +212,9 @@ def render_markdown(run, runs):
     verdict = 'check mode, nothing measured' if run.get('check_mode') else (
         'PASS' if run.get('passed') else 'FAIL: %s' % ', '.join(run.get('failed_pairs') or []) if run['pairs']
         else 'no pairs')
+    count = len(run['pairs'])
     lines = ['# Path verification %s (%s)' % (run['id'], run['label']), '',
-             '%s, %d pair%s. Verdict: %s.' % (run['time'], len(run['pairs']), '' if len(run['pairs']) == 1 else 's',
-                                            verdict), '',
+             '%s, %d pair%s. Verdict: %s.' % (run['time'], count, '' if count == 1 else 's', verdict), '',
              MD_HEAD, '|' + '---|' * 9]
     for pair in run['pairs']:
         base = baseline(runs, run, pair['key'])
@@ -222,11 +228,12 @@ def render_markdown(run, runs):
         lines += ['', '## Failed pairs', '']
         for pair in problems:
             lines.append('- **%s**: %s' % (pair['key'], _md_cell(' | '.join(pair['diagnosis']) or pair['msg'])))
-    lines += ['', 'Rate and RTT per pair: ' + '; '.join(
-        '%s %s, %s ms (%s), %s stream%s' % (pair['key'], pair.get('rate'), pair.get('rtt_ms'),
-                                           pair.get('rtt_source') or 'given', pair.get('streams'),
-                                           '' if pair.get('streams') == 1 else 's')
-        for pair in run['pairs']) + '.' if run['pairs'] else '', '']
+    paths = ['%s %s, %s ms (%s), %s stream%s' % (pair['key'], pair.get('rate'), pair.get('rtt_ms'),
+                                                 pair.get('rtt_source') or 'given', pair.get('streams'),
+                                                 '' if pair.get('streams') == 1 else 's') for pair in run['pairs']]
+    if paths:
+        lines += ['', 'Rate and RTT per pair: %s.' % '; '.join(paths)]
+    lines.append('')
     return '\n'.join(lines)
 
 
@@ -266,7 +273,7 @@ PLOT_JS = r"""
       svg.appendChild(el('text', {x: x, y: height - 8, 'class': 'axis', 'text-anchor': 'middle'},
                          mbit(max * i / 4)));
     }
-    svg.appendChild(el('text', {x: left + width + 8, y: height - 8, 'class': 'axis'}, 'Mbit/s'));
+    svg.appendChild(el('text', {x: left + width + 40, y: height - 8, 'class': 'axis'}, 'Mbit/s'));
     run.pairs.forEach(function (p, n) {
       var y = top + row * n;
       svg.appendChild(el('text', {x: left - 8, y: y + 16, 'class': 'pair', 'text-anchor': 'end'}, p.key));

@@ -165,7 +165,7 @@ def main():
                              'directory on the controller, such as /srv/results/verify.' % directory)
     if params['html_runs'] < 1:
         module.fail_json(msg='html_runs: %r is out of range; expected a whole number, 1 or more.' % params['html_runs'])
-    when = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+    when = datetime.datetime.now(datetime.timezone.utc)
     try:
         run = report.build_run(params['results'], params['label'], when, module.check_mode)
     except report.ReportError as exc:
