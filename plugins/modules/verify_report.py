@@ -120,8 +120,19 @@ files:
   description: The files written (or that would be written in check mode) - C(json), C(markdown), C(html).
   returned: always
   type: dict
-  sample: {"json": "/srv/results/verify/run-20261122T201500Z-tuned.json",
-           "markdown": "/srv/results/verify/report.md", "html": "/srv/results/verify/report.html"}
+  contains:
+    json:
+      description: The run's own file, C(run-<UTC time>-<label>.json).
+      type: str
+      sample: /srv/results/verify/run-20261122T201500Z-tuned.json
+    markdown:
+      description: C(report.md), the latest run.
+      type: str
+      sample: /srv/results/verify/report.md
+    html:
+      description: C(report.html), the runs with their plots.
+      type: str
+      sample: /srv/results/verify/report.html
 """
 
 import datetime

@@ -62,17 +62,17 @@ def test_chromium_draws_a_plot_per_run_with_each_pair(tmp_path):
     sections[tuned['file']] = sections[tuned['file']][:sections[tuned['file']].index('id="%s"' % stock['file'])]
     for run in runs:
         part = sections[run['file']]
-        measured = dict((bar['data-pair'].replace('&gt;', '>'), bar) for bar in elements(part, 'rect', 'measured'))
+        measured = dict((rect['data-pair'].replace('&gt;', '>'), rect) for rect in elements(part, 'rect', 'measured'))
         ceilings = dict((tick['data-pair'].replace('&gt;', '>'), tick) for tick in elements(part, 'line', 'ceiling'))
-        baselines = dict((bar['data-pair'].replace('&gt;', '>'), bar) for bar in elements(part, 'rect', 'baseline'))
+        baselines = dict((rect['data-pair'].replace('&gt;', '>'), rect) for rect in elements(part, 'rect', 'baseline'))
         assert sorted(measured) == sorted(pair['key'] for pair in run['pairs'])
         assert sorted(ceilings) == sorted(measured)
         for pair in run['pairs']:
-            bar = measured[pair['key']]
-            assert int(bar['data-bps']) == pair['receiver_bps']
-            assert ('fail' if run is stock else 'pass') in bar['class'].split()
+            goodput = measured[pair['key']]
+            assert int(goodput['data-bps']) == pair['receiver_bps']
+            assert ('fail' if run is stock else 'pass') in goodput['class'].split()
             assert int(ceilings[pair['key']]['data-bps']) == pair['ceiling_bps']
-            assert float(bar['width']) > 0
+            assert float(goodput['width']) > 0
         if run is tuned:
             assert sorted(baselines) == sorted(measured)
             for pair in run['pairs']:
