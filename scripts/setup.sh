@@ -15,7 +15,7 @@ STAMP="$VENV/.requirements.sha256"
 log() { printf 'setup: %s\n' "$*"; }
 
 # --- apt packages -----------------------------------------------------------
-APT_PKGS=(podman runc debootstrap iperf3 iproute2 rsync make openssh-client qemu-system-x86 qemu-utils e2fsprogs shellcheck)
+APT_PKGS=(podman runc debootstrap iperf3 iproute2 rsync make openssh-client qemu-system-x86 qemu-utils e2fsprogs shellcheck chromium)
 OPTIONAL_PKGS=(shellcheck)
 
 is_installed() {

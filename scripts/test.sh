@@ -35,6 +35,8 @@ host() {
     python -m pytest tests/integration/test_controller_host.py -q
     stage "bad inputs stop every host before any change (two hosts on the controller)"
     python -m pytest tests/integration/test_bad_inputs.py -q
+    stage "verify playbook on the controller (loopback): bad inputs, a pair in error, the report before the failure"
+    python -m pytest tests/integration/test_verify_controller.py -q
 }
 
 lab() {
@@ -42,6 +44,8 @@ lab() {
     python -m pytest tests/integration/test_lab_demo.py -q
     stage "WAN lab: measured RTT (rtt=auto) and the rollout controls (batches, canary)"
     python -m pytest tests/integration/test_rollout_lab.py -q
+    stage "WAN lab: playbooks/verify.yml before (stock, fails) and after tuning (passes), report with the baseline"
+    python -m pytest tests/integration/test_lab_verify.py -q
 }
 
 jumbo() {

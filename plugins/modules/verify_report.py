@@ -1,0 +1,215 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, bdp.wan_tune contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: verify_report
+short_description: Write the report of a run of path tests (JSON, Markdown and one HTML page)
+version_added: 0.2.0
+description:
+  - Takes the pairs that the M(bdp.wan_tune.iperf3_verify) tests of one run measured, as the
+    bdp.wan_tune.verify role collects them, and writes the report into O(report_dir) on the host it runs on
+    (the controller, with C(delegate_to=localhost)).
+  - Each run is kept as C(run-<UTC time>-<label>.json). C(report.md) describes the latest run. C(report.html) is one
+    self-contained page (inline style, inline script drawing into inline SVG, no external resource) with a plot per
+    run, newest first - the goodput of each pair against its ceiling and, for runs not labelled V(stock), the
+    latest earlier V(stock) measurement of the same pair as its baseline.
+  - Files are written atomically (a temporary file in the same directory, then a rename). Run files that are
+    not runs of this report are left alone and not shown.
+  - Never fails because a pair failed; it returns RV(failed_pairs) and RV(failure_msg), so that the caller decides.
+author:
+  - bdp.wan_tune maintainers (@bdp-wan-tune)
+options:
+  results:
+    description:
+      - The tested pairs. Each item is a mapping with C(pair) (the role's plan - C(source), C(target), C(address),
+        C(rate), C(rtt_ms), C(rtt_source), C(streams), C(duration), C(omit), C(min_fraction), C(expect)),
+        C(result) (the registered result of M(bdp.wan_tune.iperf3_verify), empty when it did not run) and C(error)
+        (the message of the task that stopped the test, empty otherwise).
+    type: list
+    elements: dict
+    required: true
+  label:
+    description:
+      - Label of the run, 1 to 40 letters, digits, C(.), C(_) or C(-). V(stock) marks a baseline recorded before
+        tuning; later runs show it next to their own measurement.
+    type: str
+    default: run
+  report_dir:
+    description: Absolute path of the report directory; created when missing.
+    type: path
+    required: true
+  html_runs:
+    description: How many runs, newest first, the HTML page shows (all are kept as JSON).
+    type: int
+    default: 20
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+    details: Nothing is written; the result names the files that would be written and has the run.
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+seealso:
+  - module: bdp.wan_tune.iperf3_verify
+  - module: bdp.wan_tune.iperf3_server
+"""
+
+EXAMPLES = r"""
+- name: Write the report of the tests collected in verify_collected
+  bdp.wan_tune.verify_report:
+    results: "{{ verify_collected }}"
+    label: tuned
+    report_dir: "{{ lookup('env', 'PWD') }}/results/verify"
+  delegate_to: localhost
+  run_once: true
+  register: report
+
+- name: Fail naming the failed pairs
+  ansible.builtin.fail:
+    msg: "{{ report.failure_msg }}"
+  when: report.failed_pairs | length > 0
+  run_once: true
+"""
+
+RETURN = r"""
+run:
+  description: The run as written to RV(files.json) - C(id), C(time), C(label), C(check_mode), C(pairs),
+    C(failed_pairs), C(passed).
+  returned: always
+  type: dict
+results:
+  description:
+    - One mapping per pair - C(key) (V(source -> target)), C(source), C(target), C(address), C(status) (V(PASS),
+      V(FAIL), V(ERROR), V(CHECK MODE) or V(NOT JUDGED)), C(passed), C(receiver_bps), C(sender_bps),
+      C(retransmits), C(ceiling_bps), C(limit), C(expectation_bps), C(fraction), C(diagnosis), C(msg), C(rate),
+      C(rate_bps), C(rtt_ms), C(rtt_source), C(streams), C(mean_rtt_ms), C(congestion), C(receive_buffer_bytes),
+      C(send_buffer_bytes) and C(baseline_bps) (the stock baseline, or null).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"key": "a -> b", "status": "PASS", "receiver_bps": 990123456, "ceiling_bps": 1000000000,
+            "baseline_bps": 292000000}]
+failed_pairs:
+  description: The C(results) items with status V(FAIL) or V(ERROR).
+  returned: always
+  type: list
+  elements: dict
+passed:
+  description: True when every pair passed; false when one failed; null in check mode or without pairs.
+  returned: always
+  type: bool
+lines:
+  description: One line per pair - goodput, ceiling, limit, expectation and verdict.
+  returned: always
+  type: list
+  elements: str
+  sample: ["a -> b (198.18.0.2): 990.1 Mbit/s of ceiling 1000.0 Mbit/s (link rate), expectation 1000.0 Mbit/s: PASS"]
+failure_msg:
+  description: Every failed pair with its diagnosis, on one line; empty when none failed.
+  returned: always
+  type: str
+files:
+  description: The files written (or that would be written in check mode) - C(json), C(markdown), C(html).
+  returned: always
+  type: dict
+  contains:
+    json:
+      description: The run's own file, C(run-<UTC time>-<label>.json).
+      type: str
+      sample: /srv/results/verify/run-20261122T201500Z-tuned.json
+    markdown:
+      description: C(report.md), the latest run.
+      type: str
+      sample: /srv/results/verify/report.md
+    html:
+      description: C(report.html), the runs with their plots.
+      type: str
+      sample: /srv/results/verify/report.html
+"""
+
+import datetime
+import json
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.bdp.wan_tune.plugins.module_utils import files
+from ansible_collections.bdp.wan_tune.plugins.module_utils import verify_report as report
+
+
+def load_runs(directory):
+    """Every run kept in ``directory``, each with its file name under 'file'."""
+    runs = []
+    if not os.path.isdir(directory):
+        return runs
+    for name in sorted(os.listdir(directory)):
+        if not report.RUN_FILE_RE.match(name):
+            continue
+        run = report.parse_run(files.read_text(os.path.join(directory, name)) or '')
+        if run is not None:
+            run['file'] = name
+            runs.append(run)
+    return runs
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            results=dict(type='list', elements='dict', required=True),
+            label=dict(type='str', default='run'),
+            report_dir=dict(type='path', required=True),
+            html_runs=dict(type='int', default=20),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    directory = params['report_dir']
+    if not os.path.isabs(directory):
+        module.fail_json(msg='report_dir (verify_report_dir): %r is not an absolute path; expected an absolute '
+                             'directory on the controller, such as /srv/results/verify.' % directory)
+    if params['html_runs'] < 1:
+        module.fail_json(msg='html_runs: %r is out of range; expected a whole number, 1 or more.' % params['html_runs'])
+    when = datetime.datetime.now(datetime.timezone.utc)
+    try:
+        run = report.build_run(params['results'], params['label'], when, module.check_mode)
+    except report.ReportError as exc:
+        module.fail_json(msg=str(exc))
+    runs = load_runs(directory)
+    run['file'] = report.run_file_name(run, [item['file'] for item in runs])
+    paths = {'json': os.path.join(directory, run['file']), 'markdown': os.path.join(directory, 'report.md'),
+             'html': os.path.join(directory, 'report.html')}
+    runs.append(run)
+    results = []
+    for pair in run['pairs']:
+        base = report.baseline(runs, run, pair['key'])
+        results.append(dict(pair, baseline_bps=base['receiver_bps'] if base else None,
+                            baseline_run=base['run_id'] if base else None))
+    failed = [pair for pair in results if pair['status'] in report.FAILED]
+    result = dict(changed=False, run=run, results=results, failed_pairs=failed, passed=run['passed'],
+                  lines=[report.one_line(pair) for pair in results], files=paths,
+                  failure_msg=report.failure_message(run) if failed else '')
+    if module.check_mode:
+        result['msg'] = 'Check mode: nothing measured and no report written (it would go to %s).' % directory
+        module.exit_json(**result)
+    stored = dict((key, value) for key, value in run.items() if key != 'file')
+    try:
+        files.write_atomic(module, paths['json'], json.dumps(stored, indent=2, sort_keys=True) + '\n')
+        files.write_atomic(module, paths['markdown'], report.render_markdown(run, runs))
+        files.write_atomic(module, paths['html'], report.render_html(runs, params['html_runs']))
+    except (IOError, OSError) as exc:
+        module.fail_json(msg='Cannot write the report in %s (verify_report_dir): %s' % (directory, exc), **result)
+    result['changed'] = True
+    result['msg'] = 'Report of %d pair%s written to %s (run %s).' % (
+        len(results), '' if len(results) == 1 else 's', directory, run['file'])
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()

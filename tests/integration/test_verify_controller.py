@@ -1,0 +1,65 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, bdp.wan_tune contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""playbooks/verify.yml against hosts that are all the controller (local connection, iperf3 over loopback only):
+bad inputs stop the run before any test and name the variable, a receiver that cannot run a server is an ERROR pair
+that does not stop the others, and the run fails after writing the report; verify_fail_on_error=false exits 0."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+VERIFY = os.path.join(ROOT, 'playbooks', 'verify.yml')
+PYTHON = sys.executable
+
+
+def playbook(tmp_path, *argv):
+    inventory = tmp_path / 'inventory.ini'
+    inventory.write_text('\n'.join([
+        '[pair]',
+        'h1 wan_peer=h3',
+        'h2 wan_peers="[\'h1\']"',
+        'h3 ansible_python_interpreter=/nonexistent/python',
+        '[pair:vars]', 'ansible_connection=local', 'jumbo_mtu_address=127.0.0.1',
+        '[all:vars]', 'ansible_python_interpreter=%s' % PYTHON]) + '\n')
+    cmd = [os.path.join(os.path.dirname(PYTHON), 'ansible-playbook'), '-i', str(inventory), VERIFY, '-l', 'h1,h2',
+           '-e', json.dumps({'rate': '1g', 'rtt': '1', 'verify_duration': 1, 'verify_omit': 0,
+                             'verify_report_dir': str(tmp_path / 'report')})] + list(argv)
+    env = dict(os.environ, ANSIBLE_NOCOLOR='1', ANSIBLE_LOCALHOST_WARNING='false')
+    return subprocess.run(cmd, env=env, text=True, capture_output=True, check=False, timeout=600)
+
+
+@pytest.mark.parametrize('extra, message', [
+    (['-e', 'verify_streams=0'], 'verify_streams: 0 is out of range; expected a whole number of streams from 1 to 128.'),
+    (['-e', 'rtt=auto'], 'verify_rtt (-e rtt=...) is auto, but this host has no fact wan_tune_measured_rtt_ms'),
+    (['-e', 'verify_peers=h9'], 'verify_peers (from wan_peer / wan_peers): ["h9"] not in the inventory'),
+    (['-e', 'verify_label=a/b'], 'verify_label: "a/b" is not a run label'),
+    (['-e', 'rate=1GB'], 'verify_rate (-e rate=...)'),
+    (['-e', 'verify_pair_group=nogroup'], 'verify_pair_group: "nogroup" is not a group of the inventory'),
+])
+def test_bad_inputs_stop_before_any_test(tmp_path, extra, message):
+    proc = playbook(tmp_path, *extra)
+    assert proc.returncode != 0 and message in proc.stdout, proc.stdout[-3000:]
+    assert 'Start a one-test iperf3 server' not in proc.stdout
+    assert not (tmp_path / 'report').exists()
+
+
+def test_an_error_pair_does_not_stop_the_others_and_fails_after_the_report(tmp_path):
+    proc = playbook(tmp_path)
+    assert proc.returncode == 2, proc.stdout[-3000:]
+    assert '"msg": "h1 -> h3 (127.0.0.1): ERROR: Start a one-test iperf3 server on the receiver failed:' in proc.stdout
+    assert '"msg": "h2 -> h1 (127.0.0.1): PASS: iperf3 to 127.0.0.1' in proc.stdout
+    assert '1 of 2 path tests failed' in proc.stdout and 'h1 -> h3 (127.0.0.1): ERROR' in proc.stdout
+    runs = [name for name in os.listdir(str(tmp_path / 'report')) if name.startswith('run-')]
+    run = json.loads((tmp_path / 'report' / runs[0]).read_text())
+    assert run['failed_pairs'] == ['h1 -> h3'] and run['passed'] is False
+
+    proc = playbook(tmp_path, '-e', 'verify_fail_on_error=false', '-e', 'verify_label=second')
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert len([name for name in os.listdir(str(tmp_path / 'report')) if name.startswith('run-')]) == 2

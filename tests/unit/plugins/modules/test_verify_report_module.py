@@ -1,0 +1,74 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, bdp.wan_tune contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The verify_report module: files, check mode, baselines across runs and bad inputs (recorded role input)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from ansible_collections.bdp.wan_tune.plugins.modules import verify_report
+
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                        'fixtures', 'verify')
+
+
+def load(name):
+    with open(os.path.join(FIXTURES, name)) as handle:
+        return json.load(handle)
+
+
+def test_two_runs_write_json_markdown_and_html_with_the_stock_baseline(run_module, tmp_path):
+    directory = str(tmp_path / 'report')
+    stock = run_module(verify_report.main, {'results': load('lab-stock.json'), 'label': 'stock',
+                                            'report_dir': directory})
+    assert stock['rc'] == 0 and stock['changed'] is True and stock['passed'] is False
+    assert [pair['key'] for pair in stock['failed_pairs']] == ['bdp-lab-a -> bdp-lab-b', 'bdp-lab-b -> bdp-lab-a']
+    assert stock['failure_msg'].startswith('2 of 2 path tests failed')
+    tuned = run_module(verify_report.main, {'results': load('lab-tuned.json'), 'label': 'tuned',
+                                            'report_dir': directory})
+    assert tuned['rc'] == 0 and tuned['passed'] is True and tuned['failed_pairs'] == [] and tuned['failure_msg'] == ''
+    by_key = dict((pair['key'], pair) for pair in stock['results'])
+    for pair in tuned['results']:
+        assert pair['baseline_bps'] == by_key[pair['key']]['receiver_bps'] and pair['baseline_run'] == stock['run']['id']
+    assert len(tuned['lines']) == 2 and all(line.endswith(': PASS') for line in tuned['lines'])
+    names = sorted(os.listdir(directory))
+    assert names[:2] == ['report.html', 'report.md'] and len(names) == 4
+    saved = json.loads((tmp_path / 'report' / os.path.basename(tuned['files']['json'])).read_text())
+    assert saved['label'] == 'tuned' and saved['passed'] is True and len(saved['pairs']) == 2 and 'file' not in saved
+    page = (tmp_path / 'report' / 'report.html').read_text()
+    assert page.count('<section class="run"') == 2
+    assert (tmp_path / 'report' / 'report.md').read_text().startswith('# Path verification %s (tuned)'
+                                                                      % tuned['run']['id'])
+    assert oct(os.stat(tuned['files']['html']).st_mode & 0o777) == '0o644'
+
+
+def test_check_mode_writes_nothing(run_module, tmp_path):
+    directory = str(tmp_path / 'report')
+    result = run_module(verify_report.main, {'results': load('loopback-check-mode.json'), 'label': 'tuned',
+                                             'report_dir': directory, '_ansible_check_mode': True})
+    assert result['rc'] == 0 and result['changed'] is False and result['passed'] is None
+    assert result['msg'].startswith('Check mode: nothing measured and no report written')
+    assert result['files']['html'] == os.path.join(directory, 'report.html')
+    assert not os.path.exists(directory)
+
+
+def test_other_files_in_the_directory_are_left_alone(run_module, tmp_path):
+    (tmp_path / 'notes.json').write_text('{"schema": 1}')
+    (tmp_path / 'run-20261122T200000Z-x.json').write_text('not json')
+    result = run_module(verify_report.main, {'results': load('loopback-pass.json'), 'report_dir': str(tmp_path)})
+    assert result['rc'] == 0 and result['run']['label'] == 'run'
+    assert (tmp_path / 'notes.json').read_text() == '{"schema": 1}'
+    assert '1 run shown of 1 kept' in (tmp_path / 'report.html').read_text()
+
+
+def test_bad_inputs_fail_naming_the_variable(run_module, tmp_path):
+    result = run_module(verify_report.main, {'results': [], 'report_dir': 'results/verify'})
+    assert result['rc'] == 1 and result['msg'].startswith("report_dir (verify_report_dir): 'results/verify' is not an "
+                                                          "absolute path")
+    result = run_module(verify_report.main, {'results': [], 'report_dir': str(tmp_path), 'label': 'a b'})
+    assert result['rc'] == 1 and result['msg'].startswith("verify_label: 'a b' is not a run label")
+    result = run_module(verify_report.main, {'results': [], 'report_dir': str(tmp_path), 'html_runs': 0})
+    assert result['rc'] == 1 and result['msg'].startswith('html_runs: 0 is out of range')
+    assert os.listdir(str(tmp_path)) == []
