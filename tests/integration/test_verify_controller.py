@@ -37,7 +37,7 @@ def playbook(tmp_path, *argv):
 
 @pytest.mark.parametrize('extra, message', [
     (['-e', 'verify_streams=0'], 'verify_streams: 0 is out of range; expected a whole number of streams from 1 to 128.'),
-    (['-e', 'rtt=auto'], 'verify_rtt (-e rtt=...) is auto, but this host has no fact wan_tune_measured_rtt_ms'),
+    (['-e', 'rtt=auto'], 'verify_rtt (-e rtt=...) is auto, but this host has no fact tcp_buffers_measured_rtt_ms'),
     (['-e', 'verify_peers=h9'], 'verify_peers (from wan_peer / wan_peers): ["h9"] not in the inventory'),
     (['-e', 'verify_label=a/b'], 'verify_label: "a/b" is not a run label'),
     (['-e', 'rate=1GB'], 'verify_rate (-e rate=...)'),
