@@ -33,7 +33,7 @@ from ansible_collections.bdp.wan_tune.plugins.module_utils import linkmtu as _li
 from ansible_collections.bdp.wan_tune.plugins.module_utils import pathprobe as _pathprobe
 
 ROLES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), 'roles')
-ROLES = ('bbr', 'tcp_buffers', 'jumbo_mtu')       # in the order the playbook runs them
+ROLES = ('bbr', 'tcp_buffers', 'jumbo_mtu', 'verify')       # in the order the playbook runs them (verify: the canary)
 
 # The playbook's own variables (playbooks/wan_tune.yml), checked like role options.
 PLAYBOOK_OPTIONS = {
@@ -68,6 +68,10 @@ LIST_HINT = (" In inventory write a YAML list (%(name)s: [a, b]); on the command
              "-e '{\"%(name)s\": [\"a\", \"b\"]}'.")
 # Whole numbers read by bdp.whole_number, and their ranges: (lowest, highest or None, what is accepted).
 INT_RANGES = {
+    'verify_streams': (1, 128, 'a whole number of parallel streams from 1 to 128 (default 1)'),
+    'verify_duration': (1, 3600, 'a whole number of seconds from 1 to 3600 (default 10)'),
+    'verify_omit': (0, 600, 'a whole number of seconds from 0 to 600 (default 3)'),
+    'verify_report_html_runs': (1, None, 'a whole number of runs, 1 or more (default 20)'),
     'tcp_buffers_probe_port': (1, 65535, 'a TCP port: a whole number from 1 to 65535 (default 22)'),
     'jumbo_mtu_proof_port': (1, 65535, 'a TCP port: a whole number from 1 to 65535 (default 45219)'),
     'jumbo_mtu_confirm_timeout': (10, None, 'a whole number of seconds, 10 or more (default 180); the whole play '
@@ -86,6 +90,9 @@ PARSERS = {
     'tcp_buffers_headroom': ('a number', _bdp.HEADROOM_HELP, _bdp.parse_headroom),
     'tcp_buffers_flows': ('a whole number', _bdp.FLOWS_HELP, _bdp.flow_count),
     'tcp_buffers_memory_share': ('a number', _bdp.MEMORY_SHARE_HELP, _bdp.parse_memory_share),
+    'verify_rate': ('a link rate', _bdp.RATE_HELP, _bdp.parse_rate),
+    'verify_rtt': ('a round-trip time', _bdp.RTT_HELP, _bdp.parse_rtt),
+    'verify_min_fraction': ('a number', _bdp.FRACTION_HELP, _bdp.parse_fraction),
     'jumbo_mtu_target': ('a whole number of bytes', _linkmtu.MTU_HELP, _linkmtu.parse_mtu),
 }
 # The files a role owns: the boot-time readers (systemd-sysctl, systemd-modules-load) only read *.conf.
@@ -357,7 +364,7 @@ def convert(var, name, value, option, problems):
         problems.append('%s: its value could not be templated: %s' % (name, _short_error(value.error)))
         return None
     try:
-        if var in ('tcp_buffers_rate', 'tcp_buffers_rtt') and _pathprobe.is_auto(value):
+        if var in ('tcp_buffers_rate', 'tcp_buffers_rtt', 'verify_rtt') and _pathprobe.is_auto(value):
             return _pathprobe.AUTO
         if var == 'wan_tune_serial':
             return serial_batches(value)
@@ -401,7 +408,7 @@ def convert(var, name, value, option, problems):
             return items
         if kind_ == 'str':
             text = to_str(value, 'a string')
-            if not text.strip():
+            if not text.strip() and option.get('default') != '':
                 raise Refusal('is empty', 'a string')
             return text
         return value
@@ -430,11 +437,13 @@ def check_host(variables, tcp_buffers=True, jumbo_mtu=True, play_peers=None, spe
     values, raw, names, given = {}, {}, {}, {}
     for var, value, name, is_set in resolve(variables, specs):
         raw[var], names[var], given[var] = value, name, is_set
+        if var in ('verify_rate', 'verify_rtt') and name != var:
+            continue                        # from -e rate / rtt: checked as tcp_buffers_rate / tcp_buffers_rtt
         if var in ('tcp_buffers_rate', 'tcp_buffers_rtt') and not is_set and value == '':
             values[var] = None              # required only when tcp_buffers runs; see below
             continue
-        if not is_set and value is None and 'default' not in specs[var]:
-            continue                        # an optional inventory variable (wan_peer) that is not set
+        if not is_set and value is None:
+            continue                        # unset, and its default is computed by the role (or there is none)
         if var == 'jumbo_mtu_address' and not is_set:
             values[var] = value             # Ansible's own ansible_host or inventory name; peers are checked below
             continue

@@ -205,6 +205,7 @@ MIB = 2 ** 20
 FLOWS_HELP = ("a whole number of concurrent flows, 1 or more: 4, or the same digits as a string ('4', as "
               "-e tcp_buffers_flows=4 passes it)")
 MEMORY_SHARE_HELP = 'a share of RAM above 0 and at most 1, e.g. 0.25'
+FRACTION_HELP = 'a fraction above 0 and at most 1, such as 0.7'
 TCP_MEM_HELP = 'three whole numbers of pages, min pressure max, as in /proc/sys/net/ipv4/tcp_mem'
 _DIGITS = re.compile(r'^\s*\+?([0-9]{1,18})\s*$')
 
@@ -322,15 +323,21 @@ def parse_memory_share(value, name='memory_share'):
     return _share(value, name)
 
 
-def _share(value, name):
+def parse_fraction(value, name='fraction'):
+    """A fraction above 0 and at most 1 (Decimal), such as the share of its expectation a path test must reach."""
+    return _share(value, name, FRACTION_HELP)
+
+
+def _share(value, name, accepted=None):
+    accepted = accepted or MEMORY_SHARE_HELP
     try:
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):
             raise InvalidOperation
         share = Decimal(str(value).strip())
     except (InvalidOperation, ValueError, ArithmeticError):
-        raise UnitError('%s: %s is not usable; expected %s.' % (name, _fmt(value), MEMORY_SHARE_HELP))
+        raise UnitError('%s: %s is not usable; expected %s.' % (name, _fmt(value), accepted))
     if not share.is_finite() or not 0 < share <= 1:
-        raise UnitError('%s: %s is outside 0 to 1; expected %s.' % (name, _fmt(value), MEMORY_SHARE_HELP))
+        raise UnitError('%s: %s is outside 0 to 1; expected %s.' % (name, _fmt(value), accepted))
     return share
 
 

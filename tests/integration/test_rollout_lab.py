@@ -104,3 +104,54 @@ def test_rtt_auto_measures_the_link_sizes_records_and_rolls_back(rlab):
     for host in 'AB':
         assert rlab.rmem_max(host) == stock[host]
         assert rlab.lab.exec(host, ['test', '-e', RECORD]).returncode != 0
+
+
+def canary_inventory(rlab, tmp_path):
+    """A and B test to each other; a third host, in the second batch, does not exist: contacting it would show as
+    unreachable in the recap."""
+    lab = rlab.lab
+    path = str(tmp_path / 'canary.ini')
+    with open(path, 'w') as handle:
+        handle.write('[lab]\n%s wan_address=%s wan_peer=%s\n%s wan_address=%s wan_peer=%s\n'
+                     'later ansible_host=%s-nonexistent\n[lab:vars]\n'
+                     'ansible_connection=containers.podman.podman\nansible_python_interpreter=/usr/bin/python3\n'
+                     % (lab.host_name('A'), lab.address('A'), lab.host_name('B'), lab.host_name('B'), lab.address('B'),
+                        lab.host_name('A'), NAME))
+    return path
+
+
+def canary_args(tmp_path, rate):
+    return ('-e', json.dumps({'rate': rate, 'rtt': 98, 'wan_tune_serial': '2,100%', 'wan_tune_canary': True,
+                              'wan_tune_canary_rollback': True, 'verify_duration': 5, 'verify_omit': 2,
+                              'verify_report_dir': str(tmp_path / 'reports')}))
+
+
+def test_a_failing_canary_stops_the_rollout_and_rolls_the_first_batch_back(rlab, tmp_path):
+    stock = dict((host, rlab.rmem_max(host)) for host in 'AB')
+    inventory = canary_inventory(rlab, tmp_path)
+    # 10 Gbit/s declared on the lab's 1 Gbit/s link: the verdict against min(rate, window / RTT) fails
+    rc, out, recap = rlab.playbook(*canary_args(tmp_path, '10g'), inventory=inventory)
+    assert rc != 0, out
+    assert 'The canary failed: 2 of 2 path tests of the first batch failed' in out, out
+    assert 'the next batch was not started. The first batch was rolled back.' in out, out
+    assert recap['later'] == (0, 0, 0), 'the second batch was started:\n' + out
+    for host in 'AB':
+        assert rlab.rmem_max(host) == stock[host], 'the first batch was not rolled back'
+    runs = sorted((tmp_path / 'reports').glob('run-*-canary.json'))
+    assert len(runs) == 1, out
+    report = json.loads(runs[0].read_text())
+    text = json.dumps(report)
+    assert text.count('"FAIL"') >= 2 and (tmp_path / 'reports' / 'report.html').exists()
+
+
+def test_a_passing_canary_lets_the_rollout_go_on(rlab, tmp_path):
+    inventory = canary_inventory(rlab, tmp_path)
+    rc, out, recap = rlab.playbook(*canary_args(tmp_path, '1g'), inventory=inventory)
+    # the canary passes; the second batch is started and its only host does not exist
+    assert 'The canary failed' not in out, out
+    assert recap['later'][1] == 1, 'the second batch was not started:\n' + out
+    assert len(list((tmp_path / 'reports').glob('run-*-canary.json'))) == 1
+    for host in 'AB':
+        assert rlab.rmem_max(host) == 98000000
+    rc, out, recap = rlab.playbook('-e', 'wan_tune_state=absent', '--limit', 'lab:!later', inventory=inventory)
+    assert rc == 0, out

@@ -75,7 +75,7 @@ def test_the_role_defaults_pass():
     assert check(mtu=9000, play_peers=lambda: [('198.18.0.2', 'ansible_host of host b')]) == []
 
 
-@pytest.mark.parametrize('name', sorted(vi.load_specs()))
+@pytest.mark.parametrize('name', sorted(name for name, option in vi.load_specs().items() if option.get('type') != 'dict'))
 def test_every_variable_refuses_a_mapping_and_names_itself(name):
     message = only(check(play_peers=peers(('b', 'inventory name of host b')), **{name: {'x': 1}}))
     assert message.startswith(name + ': {x: 1} is a mapping, not '), message
@@ -765,3 +765,18 @@ def test_no_hosts_matched_warns_with_the_fix():
     assert result['warnings'] == [result['msg']]
     assert "the pattern 'all'" in result['msg'] and '(/etc/ansible/hosts)' in result['msg'] and '-i inventory.ini' in result['msg']
     assert vi.no_hosts_check('dc1', 3) == {'changed': False, 'msg': "3 inventory hosts match 'dc1'."}
+
+
+@pytest.mark.parametrize('variables, start', [
+    ({'verify_min_fraction': '1.5'}, "verify_min_fraction: '1.5' is outside 0 to 1; expected a fraction above 0"),
+    ({'verify_rate': '1GB'}, "verify_rate: '1GB' is in bytes"),
+    ({'verify_streams': '0'}, "verify_streams: '0' is below 1"),
+    ({'verify_duration': 'ten'}, "verify_duration: 'ten'"),
+])
+def test_the_canary_verification_inputs_are_checked_before_any_change(variables, start):
+    assert only(check(**variables)).startswith(start)
+
+
+def test_verify_rate_and_rtt_from_rate_and_rtt_are_reported_once():
+    assert only(check(rate='fast')).startswith('tcp_buffers_rate (-e rate=...)')
+    assert check(verify_rtt='auto', verify_min_fraction='0.5', verify_peer_addresses={'b': '198.18.0.2'}) == []
