@@ -27,8 +27,7 @@ import pytest
 import yaml
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-ROLES = sorted(os.path.basename(os.path.dirname(os.path.dirname(p)))
-               for p in glob.glob(os.path.join(REPO_ROOT, 'roles', '*', 'meta', 'argument_specs.yml')))
+ROLES = sorted(os.path.basename(os.path.dirname(p)) for p in glob.glob(os.path.join(REPO_ROOT, 'roles', '*', '')))
 NO_DEFAULT = object()       # the default template needs a variable of the host, or gives nothing
 
 
@@ -70,6 +69,14 @@ def same(a, b):
 
 def test_there_are_roles():
     assert len(ROLES) >= 3, ROLES
+
+
+@pytest.mark.parametrize('role', ROLES)
+def test_every_role_has_an_argument_spec(role):
+    path = os.path.join(REPO_ROOT, 'roles', role, 'meta', 'argument_specs.yml')
+    assert os.path.exists(path), 'roles/%s has no meta/argument_specs.yml; document its variables there' % role
+    assert 'main' in load(role, 'meta', 'argument_specs.yml').get('argument_specs', {}), (
+        'roles/%s/meta/argument_specs.yml has no entry point main' % role)
 
 
 @pytest.mark.parametrize('role', ROLES)
