@@ -9,7 +9,7 @@ MTU ?= 9000
 DURATION ?= 15
 INVENTORY ?=
 
-.PHONY: help setup image vm-image demo test lint sanity units molecule host-test lab-test jumbo-test vm-test benchmark clean
+.PHONY: help setup image vm-image demo test lint sanity units molecule host-test lab-test jumbo-test vm-test benchmark docs changelog clean
 
 help:
 	@echo "make demo [RATE=1g RTT=98 LOSS=0 MTU=9000 DURATION=15] [INVENTORY=path]"
@@ -17,6 +17,8 @@ help:
 	@echo "make test                                    set up, then run every check CI runs"
 	@echo "make lint | sanity | units | molecule | host-test | lab-test | jumbo-test | vm-test   one part of the tests"
 	@echo "make benchmark [BENCH_ARGS=--quick]        the WAN-lab scenario matrix: docs/benchmarks.md, JSON and PNG"
+	@echo "make docs                                    regenerate docs/reference/roles/ from the roles' argument specs"
+	@echo "make changelog                               regenerate CHANGELOG.rst from changelogs/changelog.yaml"
 
 setup:
 	@bash scripts/setup.sh
@@ -60,6 +62,12 @@ vm-test: vm-image
 
 benchmark: setup
 	@bash -c '. scripts/env.sh && python tests/lab/benchmark.py $(BENCH_ARGS)'
+
+docs: setup
+	@bash scripts/docs.sh
+
+changelog: setup
+	@bash scripts/changelog.sh
 
 clean:
 	rm -rf tests/output .pytest_cache

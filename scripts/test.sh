@@ -13,6 +13,10 @@ lint() {
     yamllint --strict .
     stage "ansible-lint (production profile)"
     ansible-lint --profile production
+    stage "role reference pages match the argument specs (docs/reference/roles, make docs)"
+    bash scripts/docs.sh --check
+    stage "changelog: fragments lint, CHANGELOG.rst up to date, unreleased fragments render (make changelog)"
+    bash scripts/changelog.sh --check
 }
 
 sanity() {
