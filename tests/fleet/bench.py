@@ -18,7 +18,7 @@ In one run it times:
   2. ``ansible all -m setup`` on the same hosts;
   3. a no-op re-run of wan_tune.yml, which must report changed=0 on every host;
 
-and prints both times and the ratio no-op / setup. It then counts the remote module executions per host of a no-op
+2 and 3 alternate --rounds times (default 3); it prints the median of each and the ratio no-op / setup. It then counts the remote module executions per host of a no-op
 run (the AnsiballZ payloads run on one host, from -vvv output, untimed), with the default keys and with fewer keys
 (--check -e tcp_buffers_companions=false), to show the count does not depend on the number of keys. JSON goes to
 results/fleet-bench-<timestamp>.json. The containers and the network are removed on every exit, failure included.
@@ -36,6 +36,7 @@ import platform
 import re
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -176,18 +177,24 @@ def count_executions(host, inv, env, extra=()):
 
 def measure(args, forks, env, inv):
     first, _ = timed_playbook('first run of wan_tune.yml', inv, forks, env)
-    proc, setup = run(['ansible', 'all', '-i', inv, '-f', str(forks), '-m', 'ansible.builtin.setup'], env)
-    if proc.returncode != 0:
-        raise RuntimeError('ansible -m setup failed:\n%s' % proc.stdout[-4000:])
-    log('ansible -m setup: %.1f s' % setup)
-    noop, hosts = timed_playbook('no-op re-run of wan_tune.yml', inv, forks, env, expect_changed=0)
+    setups, noops = [], []
+    for _round in range(args.rounds):      # interleaved, so that load from elsewhere hits both alike
+        proc, setup = run(['ansible', 'all', '-i', inv, '-f', str(forks), '-m', 'ansible.builtin.setup'], env)
+        if proc.returncode != 0:
+            raise RuntimeError('ansible -m setup failed:\n%s' % proc.stdout[-4000:])
+        log('ansible -m setup: %.1f s' % setup)
+        noop, hosts = timed_playbook('no-op re-run of wan_tune.yml', inv, forks, env, expect_changed=0)
+        setups.append(setup)
+        noops.append(noop)
+    setup, noop = statistics.median(setups), statistics.median(noops)
     host = names(1)[0]
     default = count_executions(host, inv, env)
     fewer = count_executions(host, inv, env, ['--check', '-e', 'tcp_buffers_companions=false'])
     if default['count'] != fewer['count']:
         raise RuntimeError('remote module executions depend on the keys: %r vs %r' % (default, fewer))
     return {'setup_s': round(setup, 1), 'first_run_s': round(first, 1), 'noop_s': round(noop, 1),
-            'ratio': round(noop / setup, 2), 'noop_changed': sum(item['changed'] for item in hosts.values()),
+            'ratio': round(noop / setup, 2), 'rounds': args.rounds, 'setup_runs_s': [round(x, 1) for x in setups],
+            'noop_runs_s': [round(x, 1) for x in noops], 'noop_changed': sum(item['changed'] for item in hosts.values()),
             'hosts': len(hosts), 'executions_per_host': default['count'], 'modules_per_host': default['modules'],
             'executions_fewer_keys': fewer['count'], 'keys': {'default': default['keys'], 'fewer': fewer['keys']}}
 
@@ -197,6 +204,7 @@ def main():
     parser.add_argument('-n', type=int, default=int(os.environ.get('N', '20')), help='containers (default 20)')
     parser.add_argument('--forks', type=int, default=None, help='forks (default: N)')
     parser.add_argument('--connection', choices=['ssh', 'podman'], default=os.environ.get('CONNECTION') or 'ssh')
+    parser.add_argument('--rounds', type=int, default=3, help='setup / no-op pairs; the medians are reported')
     parser.add_argument('--max-ratio', type=float, default=1.5, help='fail above this no-op / setup ratio')
     parser.add_argument('--keep', action='store_true', help='leave the containers and the inventory (removed by the next run)')
     args = parser.parse_args()
@@ -239,9 +247,10 @@ def main():
         print('\nN=%d forks=%d, connection %s%s, %d CPUs'
               % (args.n, forks, args.connection, ' (pipelining, ControlPersist)' if result['pipelining'] else
                  ' (no pipelining)', os.cpu_count()))
-        print('  ansible -m setup          %6.1f s' % result['setup_s'])
+        print('  ansible -m setup          %6.1f s   (median of %s)' % (result['setup_s'], result['setup_runs_s']))
         print('  first run of wan_tune.yml %6.1f s' % result['first_run_s'])
-        print('  no-op re-run              %6.1f s   (changed=0 on all %d hosts)' % (result['noop_s'], result['hosts']))
+        print('  no-op re-run              %6.1f s   (median of %s; changed=0 on all %d hosts)'
+              % (result['noop_s'], result['noop_runs_s'], result['hosts']))
         print('  ratio no-op / setup       %6.2f     (target <= %g)' % (result['ratio'], args.max_ratio))
         print('  remote module executions per host: %d (%s); with %d instead of %d keys: %d'
               % (result['executions_per_host'], ', '.join(result['modules_per_host']), result['keys']['fewer'],
