@@ -18,10 +18,11 @@ In one run it times:
   2. ``ansible all -m setup`` on the same hosts;
   3. a no-op re-run of wan_tune.yml, which must report changed=0 on every host;
 
-2 and 3 alternate --rounds times (default 3); it prints the median of each and the ratio no-op / setup. It then counts the remote module executions per host of a no-op
-run (the AnsiballZ payloads run on one host, from -vvv output, untimed), with the default keys and with fewer keys
-(--check -e tcp_buffers_companions=false), to show the count does not depend on the number of keys. JSON goes to
-results/fleet-bench-<timestamp>.json. The containers and the network are removed on every exit, failure included.
+2 and 3 alternate --rounds times (default 3); it prints the median of each and the ratio no-op / setup. It then
+counts the remote module executions per host of a no-op run (the AnsiballZ payloads run on one host, from -vvv
+output, untimed), with the default keys and with fewer keys (--check -e tcp_buffers_companions=false), to show the
+count does not depend on the number of keys. JSON goes to results/fleet-bench-<timestamp>.json. The containers and
+the network are removed on every exit, failure included.
 """
 
 from __future__ import annotations

@@ -1336,15 +1336,18 @@ def _one_call(tmp_path, etc, **params):
     return StubModule(tmp_path, **params)
 
 
-def test_available_with_sysctl_file_sets_the_defaults_and_verifies_in_one_run(kernel, net, proc, etc, tmp_path,
-                                                                                monkeypatch):
+def test_available_with_sysctl_file_sets_the_defaults_and_verifies_in_one_run(
+        kernel, net, proc, etc, tmp_path, monkeypatch):
     fq_kernel(kernel)
     proc.set('net.core.rmem_max', '212992')          # the initial network namespace
     proc.set('net.ipv4.tcp_congestion_control', 'cubic')
     checked = []
-    monkeypatch.setattr(tcp_congestion, 'verified', lambda module: checked.append(
-        proc.get('net.ipv4.tcp_congestion_control')) or {'changed': False, 'socket_algorithm': 'bbr',
-                                                          'ss_algorithm': 'bbr'})
+
+    def verified(module):
+        checked.append(proc.get('net.ipv4.tcp_congestion_control'))
+        return {'changed': False, 'socket_algorithm': 'bbr', 'ss_algorithm': 'bbr'}
+
+    monkeypatch.setattr(tcp_congestion, 'verified', verified)
     module = _one_call(tmp_path, etc, interfaces=['ens3'], respond=net)
     result = tcp_congestion.available(module)
     assert result['changed'] is True
