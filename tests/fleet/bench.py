@@ -167,8 +167,8 @@ def timed_playbook(label, inv, forks, env, expect_changed=None):
 def count_executions(host, inv, env, extra=()):
     """The remote module executions of one no-op run on ``host`` (untimed, -vvv, without pipelining so that the
     payload names show), by module name."""
-    proc, _ = run(['ansible-playbook', PLAYBOOK, '-i', inv, '-l', host, '-vvv', '-e', 'ansible_pipelining=false']
-                  + EXTRA + list(extra), env)
+    proc = run(['ansible-playbook', PLAYBOOK, '-i', inv, '-l', host, '-vvv', '-e', 'ansible_pipelining=false']
+               + EXTRA + list(extra), env)[0]
     if proc.returncode != 0:
         raise RuntimeError('counting run failed (rc %d):\n%s' % (proc.returncode, proc.stdout[-6000:]))
     modules = [module for target, module in PAYLOAD.findall(proc.stdout) if target == host]
@@ -177,9 +177,9 @@ def count_executions(host, inv, env, extra=()):
 
 
 def measure(args, forks, env, inv):
-    first, _ = timed_playbook('first run of wan_tune.yml', inv, forks, env)
+    first = timed_playbook('first run of wan_tune.yml', inv, forks, env)[0]
     setups, noops = [], []
-    for _round in range(args.rounds):      # interleaved, so that load from elsewhere hits both alike
+    for dummy in range(args.rounds):      # interleaved, so that load from elsewhere hits both alike
         proc, setup = run(['ansible', 'all', '-i', inv, '-f', str(forks), '-m', 'ansible.builtin.setup'], env)
         if proc.returncode != 0:
             raise RuntimeError('ansible -m setup failed:\n%s' % proc.stdout[-4000:])
@@ -201,7 +201,7 @@ def measure(args, forks, env, inv):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser = argparse.ArgumentParser(description=__doc__.split('\n', maxsplit=1)[0])
     parser.add_argument('-n', type=int, default=int(os.environ.get('N', '20')), help='containers (default 20)')
     parser.add_argument('--forks', type=int, default=None, help='forks (default: N)')
     parser.add_argument('--connection', choices=['ssh', 'podman'], default=os.environ.get('CONNECTION') or 'ssh')
