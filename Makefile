@@ -8,8 +8,10 @@ LOSS ?= 0
 MTU ?= 9000
 DURATION ?= 15
 INVENTORY ?=
+N ?= 20
+CONNECTION ?= ssh
 
-.PHONY: help setup image vm-image demo test lint sanity units molecule host-test lab-test jumbo-test vm-test benchmark docs changelog clean
+.PHONY: help setup image vm-image demo test lint sanity units molecule host-test lab-test jumbo-test vm-test benchmark docs changelog fleet-bench clean
 
 help:
 	@echo "make demo [RATE=1g RTT=98 LOSS=0 MTU=9000 DURATION=15] [INVENTORY=path]"
@@ -19,6 +21,7 @@ help:
 	@echo "make benchmark [BENCH_ARGS=--quick]        the WAN-lab scenario matrix: docs/benchmarks.md, JSON and PNG"
 	@echo "make docs                                    regenerate docs/reference/roles/ from the roles' argument specs"
 	@echo "make changelog                               regenerate CHANGELOG.rst from changelogs/changelog.yaml"
+	@echo "make fleet-bench [N=20 CONNECTION=ssh|podman]  no-op re-run of wan_tune.yml against ansible -m setup on N containers"
 
 setup:
 	@bash scripts/setup.sh
@@ -68,6 +71,9 @@ docs: setup
 
 changelog: setup
 	@bash scripts/changelog.sh
+# Not part of `make test`: N systemd containers, forks N (docs/fleet.md, docs/benchmarks.md).
+fleet-bench: image
+	@bash -c '. scripts/env.sh && python tests/fleet/bench.py -n $(N) --connection $(CONNECTION)'
 
 clean:
 	rm -rf tests/output .pytest_cache

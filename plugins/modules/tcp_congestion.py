@@ -19,8 +19,14 @@ description:
     lock). A root qdisc that someone configured (a handle other than C(0:), for example an htb shaper) is left alone
     with a warning. A kernel without the algorithm fails with its version and the fix; a kernel without fq is
     reported and the run continues, because Linux 4.13 and later pace TCP without fq.
-  - It does not set the default congestion control; the P(bdp.wan_tune.bbr#role) role does that with
-    M(bdp.wan_tune.sysctl_dropin), so all kernel parameters go through one file and one engine.
+  - With O(sysctl_file), the same run then makes O(algorithm) the default congestion control, and O(qdisc) the
+    default qdisc where the kernel has it (C(net.ipv4.tcp_congestion_control), C(net.core.default_qdisc)), through
+    that drop-in file with the engine of M(bdp.wan_tune.sysctl_dropin) (one implementation, in
+    C(plugins/module_utils/dropin.py)), which writes it, applies each key live, reads it back, rolls back on failure
+    and records what the host had for O(bdp.wan_tune.sysctl_dropin#module:state=absent). With O(verify=true) it then
+    checks a live socket as O(state=verified) does, unless the congestion control was skipped (a container whose host does not allow it).
+    So the P(bdp.wan_tune.bbr#role) role makes one module execution per host (docs/fleet.md).
+  - Without O(sysctl_file) it does not set the default congestion control.
   - With O(state=absent), removes O(modules_load_file) and gives the kernel's default qdisc back to the interfaces
     whose fq the collection caused, so run it after C(net.core.default_qdisc) was restored. Those are the ones this
     module put fq on (recorded in O(state_dir)), and those that got fq at boot from the C(default_qdisc=fq) that is
@@ -61,10 +67,31 @@ options:
     type: str
     default: ''
   state_dir:
-    description: Where the qdiscs each interface had before this module changed them are recorded (C(qdisc.json)),
-      for example V(fq_codel) or V(mq/fq_codel).
+    description:
+      - Where the qdiscs each interface had before this module changed them are recorded (C(qdisc.json)), for example
+        V(fq_codel) or V(mq/fq_codel); with O(sysctl_file), also the values from before that file first changed them.
     type: path
     default: /var/lib/bdp_wan_tune
+  sysctl_file:
+    description:
+      - With O(state=available), the drop-in file in C(/etc/sysctl.d) that makes O(algorithm) the default congestion
+        control and, where the kernel has it and O(qdisc) is not V(none), O(qdisc) the default qdisc. Its header is
+        O(header), its last line followed by C(, qdisc fq) when the file sets the default qdisc.
+      - Not set (the default), the defaults are left alone. Roll the file back with M(bdp.wan_tune.sysctl_dropin)
+        O(bdp.wan_tune.sysctl_dropin#module:state=absent).
+    type: path
+  strict:
+    description:
+      - With O(sysctl_file), fail before anything in that file changes when the host (a container) does not allow
+        O(algorithm) in its network namespace, instead of skipping it with a warning.
+    type: bool
+    default: false
+  verify:
+    description:
+      - With O(state=available) and O(sysctl_file), check a live socket after the change, as O(state=verified) does,
+        in the same run. Skipped when the congestion control was skipped (RV(skipped_keys)).
+    type: bool
+    default: false
   state:
     description:
       - V(available) prepares the kernel; V(absent) undoes the files and qdiscs; V(verified) checks a live socket and
@@ -99,6 +126,13 @@ EXAMPLES = r"""
   bdp.wan_tune.tcp_congestion:
     algorithm: bbr
     state: verified
+
+- name: All of it in one run, as the bbr role does it - kernel, default congestion control and qdisc, socket check
+  bdp.wan_tune.tcp_congestion:
+    algorithm: bbr
+    sysctl_file: /etc/sysctl.d/90-bdp-wan-tune-bbr.conf
+    header: "# Ansible managed"
+    verify: true
 """
 
 RETURN = r"""
@@ -135,14 +169,40 @@ interfaces:
   sample: {"eth0": {"before": "fq_codel", "after": "fq"}, "eth1": {"before": "mq/fq_codel", "after": "mq/fq"}}
 socket_algorithm:
   description: The congestion control of a fresh loopback TCP connection.
-  returned: when state is verified
+  returned: when state is verified, or available with sysctl_file and verify and the congestion control not skipped
   type: str
   sample: bbr
 ss_algorithm:
   description: The congestion control C(ss -ti) shows for that connection, or null when ss is missing.
-  returned: when state is verified
+  returned: when socket_algorithm is
   type: str
   sample: bbr
+path:
+  description: O(sysctl_file).
+  returned: when state is available with sysctl_file
+  type: str
+  sample: /etc/sysctl.d/90-bdp-wan-tune-bbr.conf
+initial_netns:
+  description: Whether the host runs in the initial network namespace (false in containers).
+  returned: when state is available with sysctl_file
+  type: bool
+  sample: true
+settings:
+  description: Per key of O(sysctl_file), as M(bdp.wan_tune.sysctl_dropin) returns it (before, after, wanted, status).
+  returned: when state is available with sysctl_file
+  type: dict
+  sample: {"net.ipv4.tcp_congestion_control": {"before": "cubic", "after": "bbr", "wanted": "bbr", "status": "changed"}}
+skipped_keys:
+  description: Keys of O(sysctl_file) that were not set, with the reason.
+  returned: when state is available with sysctl_file
+  type: dict
+  sample: {"net.ipv4.tcp_congestion_control": "the host allows only reno bbr in network namespaces; ..."}
+overrides:
+  description: Entries in files applied after O(sysctl_file) at boot that set one of its keys to another value.
+  returned: when state is available with sysctl_file
+  type: list
+  elements: dict
+  sample: []
 """
 
 import os
@@ -150,6 +210,7 @@ import socket
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bdp.wan_tune.plugins.module_utils import files, qdisc, sysctl
+from ansible_collections.bdp.wan_tune.plugins.module_utils.dropin import CC_KEY, DropIn
 from ansible_collections.bdp.wan_tune.plugins.module_utils.kmod import Kernel, congestion_control_name
 
 
@@ -207,7 +268,35 @@ def available(module):
     persist(module, needs_load, result)
     if result['qdisc_available']:
         set_qdiscs(module, result)
+    if params.get('sysctl_file'):
+        make_default(module, result)
     return result
+
+
+def make_default(module, result):
+    """Make the algorithm (and the qdisc, where the kernel has it) the default through the drop-in file, with the
+    sysctl_dropin engine, then check a live socket (verify) unless the algorithm was skipped here."""
+    params = module.params
+    settings = [{'key': CC_KEY, 'value': params['algorithm'], 'floor': False, 'optional': False,
+                 'comment': 'Default congestion control for new TCP connections (bdp.wan_tune.bbr).'}]
+    header = params['header'].rstrip('\n')
+    if params['qdisc'] != 'none' and result['qdisc_available']:
+        settings.append({'key': 'net.core.default_qdisc', 'value': params['qdisc'], 'floor': False, 'optional': True,
+                         'comment': 'Default qdisc of new interfaces: fq paces each flow, as BBR is designed for.'})
+        header += ', qdisc %s' % params['qdisc']
+    dropin = DropIn(module, {'path': params['sysctl_file'], 'settings': settings, 'header': header,
+                             'allow_lower': False, 'strict': params['strict'], 'state_dir': params['state_dir'],
+                             'memory_guard': None})
+    dropin.present()
+    for key, value in dropin.result.items():
+        if key == 'changed':
+            result['changed'] = result['changed'] or value
+        elif key == 'diff':
+            result['diff'] += value
+        else:
+            result[key] = value
+    if params['verify'] and CC_KEY not in result['skipped_keys']:
+        result.update((key, value) for key, value in verified(module).items() if key not in ('changed', 'kernel'))
 
 
 def persist(module, names, result):
@@ -434,6 +523,9 @@ def main():
             header=dict(type='str', default=''),
             state=dict(type='str', default='available', choices=['available', 'absent', 'verified']),
             state_dir=dict(type='path', default=files.STATE_DIR),
+            sysctl_file=dict(type='path'),
+            strict=dict(type='bool', default=False),
+            verify=dict(type='bool', default=False),
         ),
         supports_check_mode=True,
     )

@@ -18,8 +18,8 @@ import pytest
 import yaml
 
 from ansible_collections.bdp.wan_tune.plugins.action import validate_inputs as vi
-from ansible_collections.bdp.wan_tune.plugins.module_utils import bdp, kmod, linkmtu
-from ansible_collections.bdp.wan_tune.plugins.modules import sysctl_dropin, tcp_congestion
+from ansible_collections.bdp.wan_tune.plugins.module_utils import bdp, dropin, kmod, linkmtu
+from ansible_collections.bdp.wan_tune.plugins.modules import tcp_congestion
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 GOOD = {'rate': '1g', 'rtt': '98'}
@@ -354,9 +354,9 @@ def test_algorithm_accepted(value):
 
 
 def test_one_congestion_control_name_rule():
-    # the validation play, tcp_congestion (main) and sysctl_dropin (check_congestion_control) use the same helper
+    # the validation play, tcp_congestion (main) and the drop-in engine (check_congestion_control) use the same helper
     assert tcp_congestion.congestion_control_name is kmod.congestion_control_name
-    assert sysctl_dropin.congestion_control_name is kmod.congestion_control_name
+    assert dropin.congestion_control_name is kmod.congestion_control_name
 
 
 @pytest.mark.parametrize('name', ['bbr_sysctl_file', 'bbr_modules_load_file', 'tcp_buffers_sysctl_file',

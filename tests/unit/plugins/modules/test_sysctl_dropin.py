@@ -12,7 +12,7 @@ import stat
 
 import pytest
 
-from ansible_collections.bdp.wan_tune.plugins.module_utils import sysctl
+from ansible_collections.bdp.wan_tune.plugins.module_utils import dropin as dropin_utils, sysctl
 from ansible_collections.bdp.wan_tune.plugins.modules import sysctl_dropin
 
 RELEASE = os.uname()[2]
@@ -443,7 +443,7 @@ def test_state_present_requires_settings(host, dropin):
 def cc_source(monkeypatch):
     """Where the kernel would take an algorithm from (kmod.Kernel.congestion_source), as the test says."""
     sources = {}
-    monkeypatch.setattr(sysctl_dropin.Kernel, 'congestion_source',
+    monkeypatch.setattr(dropin_utils.Kernel, 'congestion_source',
                         lambda self, algorithm, present: sources.get(algorithm, 'missing'))
     return sources
 
@@ -763,8 +763,8 @@ MEMINFO = 'MemTotal:       %d kB\nMemFree:        1000000 kB\nMemAvailable:   20
 def ram(host, tmp_path, monkeypatch):
     """ram(gib, tcp_mem): a fake /proc/meminfo with that MemTotal, 4096-byte pages, and that net.ipv4.tcp_mem."""
     path = str(tmp_path / 'meminfo')
-    monkeypatch.setattr(sysctl_dropin, 'MEMINFO', path)
-    monkeypatch.setattr(sysctl_dropin, 'page_size', lambda: 4096)
+    monkeypatch.setattr(dropin_utils, 'MEMINFO', path)
+    monkeypatch.setattr(dropin_utils, 'page_size', lambda: 4096)
 
     def set_host(gib, tcp_mem):
         with open(path, 'w') as handle:
@@ -782,13 +782,13 @@ def guard(flows=4, buffer_bytes=BUFFER_10G_98, **extra):
 def test_meminfo_is_read_in_bytes(tmp_path, monkeypatch):
     path = tmp_path / 'meminfo'
     path.write_text('MemTotal:       24684096 kB\nMemFree:        23097496 kB\n')
-    monkeypatch.setattr(sysctl_dropin, 'MEMINFO', str(path))
-    assert sysctl_dropin.mem_total_bytes() == 24684096 * 1024
+    monkeypatch.setattr(dropin_utils, 'MEMINFO', str(path))
+    assert dropin_utils.mem_total_bytes() == 24684096 * 1024
     path.write_text('garbage\n')
-    assert sysctl_dropin.mem_total_bytes() is None
-    monkeypatch.setattr(sysctl_dropin, 'MEMINFO', str(tmp_path / 'missing'))
-    assert sysctl_dropin.mem_total_bytes() is None
-    assert sysctl_dropin.page_size() == os.sysconf('SC_PAGE_SIZE')
+    assert dropin_utils.mem_total_bytes() is None
+    monkeypatch.setattr(dropin_utils, 'MEMINFO', str(tmp_path / 'missing'))
+    assert dropin_utils.mem_total_bytes() is None
+    assert dropin_utils.page_size() == os.sysconf('SC_PAGE_SIZE')
 
 
 def test_guard_warns_about_tcp_mem_without_changing_it(ram, dropin):
@@ -959,7 +959,7 @@ def test_fit_tcp_mem_refuses_tcp_mem_in_the_settings(ram, dropin):
 
 def test_unreadable_meminfo_checks_tcp_mem_only(ram, dropin, monkeypatch, tmp_path):
     host = ram(32, TCP_MEM_32G)
-    monkeypatch.setattr(sysctl_dropin, 'MEMINFO', str(tmp_path / 'missing'))
+    monkeypatch.setattr(dropin_utils, 'MEMINFO', str(tmp_path / 'missing'))
     result = dropin(buffers(BUFFER_10G_98), memory_guard=guard(fit_tcp_mem=True))
     assert result['rc'] == 0
     assert result['warning_msgs'][0] == ('memory_guard: could not read MemTotal from %s on this host, so that check '
@@ -969,7 +969,7 @@ def test_unreadable_meminfo_checks_tcp_mem_only(ram, dropin, monkeypatch, tmp_pa
 
 
 def test_without_memory_guard_nothing_is_read(host, dropin, monkeypatch):
-    monkeypatch.setattr(sysctl_dropin, 'mem_total_bytes', lambda: pytest.fail('meminfo read'))
+    monkeypatch.setattr(dropin_utils, 'mem_total_bytes', lambda: pytest.fail('meminfo read'))
     result = dropin(BUFFERS)
     assert result['rc'] == 0 and 'memory' not in result
 

@@ -1324,3 +1324,81 @@ def test_verified_without_ss_uses_the_socket(tmp_path):
     module = StubModule(tmp_path, algorithm=default, state='verified', bins=())
     result = tcp_congestion.verified(module)
     assert result == {'changed': False, 'kernel': os.uname()[2], 'socket_algorithm': default, 'ss_algorithm': None}
+
+
+# --------------------------------------------------------------------------- one call: kernel, defaults, socket
+
+def _one_call(tmp_path, etc, **params):
+    params.setdefault('sysctl_file', os.path.join(etc.etc, '90-bdp-wan-tune-bbr.conf'))
+    params.setdefault('header', '# Ansible managed\n# bdp.wan_tune.bbr: congestion control bbr\n')
+    params.setdefault('strict', False)
+    params.setdefault('verify', True)
+    return StubModule(tmp_path, **params)
+
+
+def test_available_with_sysctl_file_sets_the_defaults_and_verifies_in_one_run(
+        kernel, net, proc, etc, tmp_path, monkeypatch):
+    fq_kernel(kernel)
+    proc.set('net.core.rmem_max', '212992')          # the initial network namespace
+    proc.set('net.ipv4.tcp_congestion_control', 'cubic')
+    checked = []
+
+    def verified(module):
+        checked.append(proc.get('net.ipv4.tcp_congestion_control'))
+        return {'changed': False, 'socket_algorithm': 'bbr', 'ss_algorithm': 'bbr'}
+
+    monkeypatch.setattr(tcp_congestion, 'verified', verified)
+    module = _one_call(tmp_path, etc, interfaces=['ens3'], respond=net)
+    result = tcp_congestion.available(module)
+    assert result['changed'] is True
+    assert result['settings']['net.ipv4.tcp_congestion_control']['status'] == 'changed'
+    assert result['settings']['net.core.default_qdisc'] == {
+        'before': 'fq_codel', 'after': 'fq', 'wanted': 'fq', 'status': 'changed'}
+    assert checked == ['bbr']                        # the socket check ran after the default was set
+    assert result['socket_algorithm'] == 'bbr'
+    assert result['interfaces']['ens3']['after'] == 'fq'
+    with open(module.params['sysctl_file']) as handle:
+        text = handle.read()
+    # the header names the qdisc the file sets, on its last line (as the bbr role always wrote it)
+    assert text.startswith('# Ansible managed\n# bdp.wan_tune.bbr: congestion control bbr, qdisc fq\n'), text
+    assert 'net.ipv4.tcp_congestion_control = bbr\n' in text and 'net.core.default_qdisc = fq\n' in text
+    # the diff has the kernel part and the file part
+    headers = [item['before_header'] for item in result['diff']]
+    assert 'ens3' in headers and module.params['sysctl_file'] in headers
+    # a second run changes nothing, and the file can be rolled back by sysctl_dropin's engine (one record)
+    again = tcp_congestion.available(_one_call(tmp_path, etc, interfaces=['ens3'], respond=net))
+    assert again['changed'] is False
+    assert os.path.exists(os.path.join(module.params['state_dir'], '90-bdp-wan-tune-bbr.conf.json'))
+
+
+def test_available_with_sysctl_file_in_check_mode_predicts_and_changes_nothing(kernel, net, proc, etc, tmp_path):
+    fq_kernel(kernel)
+    proc.set('net.core.rmem_max', '212992')
+    proc.set('net.ipv4.tcp_congestion_control', 'cubic')
+    module = _one_call(tmp_path, etc, interfaces=['ens3'], respond=net, check_mode=True)
+    result = tcp_congestion.available(module)
+    assert result['changed'] is True
+    assert result['settings']['net.ipv4.tcp_congestion_control']['status'] == 'changed'
+    # the real socket check of check mode reports and does not fail: the change it verifies was not made
+    assert 'socket_algorithm' in result
+    assert not os.path.exists(module.params['sysctl_file'])
+    assert proc.get('net.ipv4.tcp_congestion_control') == 'cubic'
+    assert net.state() == STOCK
+
+
+def test_available_with_sysctl_file_skips_the_socket_check_where_the_algorithm_is_not_allowed(
+        kernel, proc, etc, tmp_path, monkeypatch):
+    kernel.available('reno cubic bbr')
+    kernel.config.update({'CONFIG_TCP_CONG_BBR': 'y'})
+    proc.readonly('net.core.rmem_max', '212992')      # a container
+    proc.set('net.ipv4.tcp_congestion_control', 'cubic')
+    proc.set('net.ipv4.tcp_allowed_congestion_control', 'reno cubic')
+    monkeypatch.setattr(tcp_congestion, 'verified', lambda module: pytest.fail('socket checked'))
+    module = _one_call(tmp_path, etc, qdisc='none')
+    result = tcp_congestion.available(module)
+    assert 'net.ipv4.tcp_congestion_control' in result['skipped_keys']
+    assert 'socket_algorithm' not in result
+    assert any('net.ipv4.tcp_congestion_control was not set to bbr' in warning for warning in module.warnings)
+    with pytest.raises(Failed) as failed:                    # strict: refused before anything changes
+        tcp_congestion.available(_one_call(tmp_path, etc, qdisc='none', strict=True))
+    assert 'strict is set' in failed.value.result['msg']
