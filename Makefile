@@ -71,6 +71,7 @@ docs: setup
 
 changelog: setup
 	@bash scripts/changelog.sh
+
 # Not part of `make test`: N systemd containers, forks N (docs/fleet.md, docs/benchmarks.md).
 fleet-bench: image
 	@bash -c '. scripts/env.sh && python tests/fleet/bench.py -n $(N) --connection $(CONNECTION)'
