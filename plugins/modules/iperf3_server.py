@@ -68,15 +68,11 @@ options:
     description: The iperf3 program. Default - C(iperf3) from the PATH.
     type: path
 extends_documentation_fragment:
+  - bdp.wan_tune.attributes.no_diff
   - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
-    support: full
     details: Nothing is started or stopped; RV(port) is the port that would be used.
-  diff_mode:
-    support: none
-  platform:
-    platforms: linux
 requirements:
   - iperf3 3.1 or later (the C(iperf3) package); 3.11 or later for the idle timeout to end an unused server.
 notes:

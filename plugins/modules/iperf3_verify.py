@@ -129,15 +129,12 @@ options:
     description: The iperf3 program. Default - C(iperf3) from the PATH.
     type: path
 extends_documentation_fragment:
+  - bdp.wan_tune.attributes.no_diff
   - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
-    support: full
     details: No test is run; the result has RV(measured=false), the command that would run and the ceiling.
-  diff_mode:
-    support: none
   platform:
-    platforms: linux
     details: The ceiling reads this host's buffer maxima from C(/proc/sys/net/ipv4/tcp_wmem) and C(tcp_rmem).
 requirements:
   - iperf3 3.1 or later on this host and on the peer (the C(iperf3) package).

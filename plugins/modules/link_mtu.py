@@ -137,16 +137,13 @@ options:
     type: path
     default: /var/lib/bdp_wan_tune
 extends_documentation_fragment:
+  - bdp.wan_tune.attributes
   - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
-    support: full
     details: Plans and checks; sends no probes, arms nothing, changes nothing.
   diff_mode:
-    support: full
     details: Shows the MTU per interface before and after.
-  platform:
-    platforms: linux
 notes:
   - Needs root (C(ip link set), raw ICMP sockets) and C(ip) from iproute2.
   - Lowering an MTU is always safe for reachability, so O(state=absent) and the restores need no timer.

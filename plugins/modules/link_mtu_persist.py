@@ -86,15 +86,11 @@ options:
     type: path
     default: /var/lib/bdp_wan_tune
 extends_documentation_fragment:
+  - bdp.wan_tune.attributes
   - ansible.builtin.action_common_attributes
 attributes:
-  check_mode:
-    support: full
   diff_mode:
-    support: full
     details: Shows each file change and the nmcli commands.
-  platform:
-    platforms: linux
 notes:
   - Changes no runtime MTU; M(bdp.wan_tune.link_mtu) does that, with a path proof, before this runs.
 seealso:

@@ -69,15 +69,11 @@ options:
     choices: [present, absent]
     default: present
 extends_documentation_fragment:
+  - bdp.wan_tune.attributes.no_diff
   - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
-    support: full
     details: Measures in check mode too (it only reads), and does not write the record.
-  diff_mode:
-    support: none
-  platform:
-    platforms: linux
 notes:
   - The handshake time includes the time the peer's kernel takes to answer, which is microseconds; an overloaded
     peer or a path with a middlebox that answers for it (a proxy, a SYN cookie load balancer) measures less than

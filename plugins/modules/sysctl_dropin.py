@@ -128,15 +128,11 @@ options:
         type: bool
         default: false
 extends_documentation_fragment:
+  - bdp.wan_tune.attributes
   - ansible.builtin.action_common_attributes
 attributes:
-  check_mode:
-    support: full
   diff_mode:
-    support: full
     details: Shows the file change and the live value change of every key.
-  platform:
-    platforms: linux
 notes:
   - Runs once per host whatever the number of keys; it opens one file in /proc/sys per key and starts no process.
   - O(memory_guard) reads C(/proc/meminfo) and C(net.ipv4.tcp_mem) in the same run, so the guard costs no extra

@@ -100,15 +100,11 @@ options:
     choices: [available, absent, verified]
     default: available
 extends_documentation_fragment:
+  - bdp.wan_tune.attributes
   - ansible.builtin.action_common_attributes
 attributes:
-  check_mode:
-    support: full
   diff_mode:
-    support: full
     details: Shows the modules to load, the modules-load file and each interface's qdisc change.
-  platform:
-    platforms: linux
 requirements:
   - C(tc) from iproute2 to change qdiscs; C(modprobe) from kmod to load modules.
 seealso:

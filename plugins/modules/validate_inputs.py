@@ -14,7 +14,8 @@ short_description: Check every input of the collection's roles for one host, on 
 version_added: 0.2.0
 description:
   - Checks every variable of the P(bdp.wan_tune.bbr#role), P(bdp.wan_tune.tcp_buffers#role),
-    P(bdp.wan_tune.jumbo_mtu#role) and P(bdp.wan_tune.verify#role) roles (the last runs as the canary) (the options of each role's C(meta/argument_specs.yml), with the defaults
+    P(bdp.wan_tune.jumbo_mtu#role) and P(bdp.wan_tune.verify#role) roles (the last runs as the canary)
+    (the options of each role's C(meta/argument_specs.yml), with the defaults
     of its C(defaults/main.yml)) and the playbook variables C(wan_tune_state), C(wan_tune_become), C(wan_tune_hosts),
     C(jumbo_mtu_enabled), C(wan_tune_serial), C(wan_tune_max_fail_percentage), C(wan_tune_canary),
     C(wan_tune_canary_rollback) and the inventory variables C(wan_peer) and C(wan_peers), as the host's variables

@@ -48,15 +48,11 @@ options:
     type: int
     default: 20
 extends_documentation_fragment:
+  - bdp.wan_tune.attributes.controller
   - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
-    support: full
     details: Nothing is written; the result names the files that would be written and has the run.
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
 seealso:
   - module: bdp.wan_tune.iperf3_verify
   - module: bdp.wan_tune.iperf3_server
