@@ -16,8 +16,6 @@ passed on as they are.  All problems of a host are reported together; nothing ru
 ``check_host()`` is the pure part: it takes the host's variables, already templated, and returns the problems.
 """
 
-from __future__ import annotations
-
 import ast
 import os
 import re

@@ -2,8 +2,6 @@
 # Copyright: (c) 2026, bdp.wan_tune contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 
-from __future__ import annotations
-
 
 class ModuleDocFragment(object):
     """The attributes that the collection's modules share.

@@ -6,8 +6,6 @@
 Documentation lives in the .yml file of each filter beside this file.
 """
 
-from __future__ import annotations
-
 from ansible.errors import AnsibleFilterError
 from ansible.utils.display import Display
 

@@ -6,8 +6,6 @@
 Documentation lives in peer_addresses.yml beside this file.
 """
 
-from __future__ import annotations
-
 from ansible.errors import AnsibleFilterError
 
 ADDRESS_VARS = ('wan_address', 'jumbo_mtu_address', 'ansible_host')

@@ -8,8 +8,6 @@ modules, roles and the lab all call it, so a rate means the same thing
 everywhere.
 """
 
-from __future__ import annotations
-
 import functools
 import math
 import re

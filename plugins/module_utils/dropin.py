@@ -7,8 +7,6 @@ rolled back on failure, floors from the recorded values, the memory guard, and t
 Used by the sysctl_dropin module and, for the bbr role's file, by the tcp_congestion module, so that the bbr role
 needs one module execution per host (docs/fleet.md)."""
 
-from __future__ import annotations
-
 import os
 
 from ansible_collections.bdp.wan_tune.plugins.module_utils import bdp, files, sysctl

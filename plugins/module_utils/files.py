@@ -7,8 +7,6 @@ The records (default directory /var/lib/bdp_wan_tune) hold what a host had befor
 changed it, so that state=absent can put it back.
 """
 
-from __future__ import annotations
-
 import json
 import os
 import tempfile

@@ -16,8 +16,6 @@ iperf3 output seen in the field and handled here:
 * a 0 for max_snd_cwnd / mean_rtt where the local side did not send (reverse mode): None.
 """
 
-from __future__ import annotations
-
 import json
 import math
 import os

@@ -8,8 +8,6 @@ predict that a congestion control will exist once its module is loaded).  conges
 rule for a congestion control's name, used by both modules and by the validation play (validate_inputs).
 """
 
-from __future__ import annotations
-
 import gzip
 import os
 import re

@@ -10,8 +10,6 @@ is refused and why, what the commit-confirm timer runs, and how a pending
 change ended (confirmed, restored by the timer, restored by the module).
 """
 
-from __future__ import annotations
-
 import ipaddress
 import json
 import re

@@ -8,8 +8,6 @@ Everything here only reads.  ``run_ip(args, check=True)`` runs ``ip`` and return
 pure linkmtu.plan.
 """
 
-from __future__ import annotations
-
 import json
 import os
 import socket

@@ -13,8 +13,6 @@ host, see LISTENER), sends a block of data and reads it back.  TCP_INFO then say
 size was used in each direction (tcpi_snd_mss, tcpi_rcv_mss) and how many segments were resent.
 """
 
-from __future__ import annotations
-
 import errno
 import os
 import random

@@ -13,8 +13,6 @@ decision marker; the state directory holds the revert log.  The run directory ca
 with the environment variable BDP_WAN_TUNE_RUN_DIR (see docs/testing.md); it is not an option.
 """
 
-from __future__ import annotations
-
 import errno
 import json
 import os

@@ -20,8 +20,6 @@ unit tested without the backend installed:
   line kept for the undo.
 """
 
-from __future__ import annotations
-
 import fnmatch
 import os
 import re

@@ -10,8 +10,6 @@ Measured values jitter, so the value used is kept from the previous run while th
 tolerance of it: otherwise every run would change the buffer sizes by a few bytes.
 """
 
-from __future__ import annotations
-
 import errno
 import math
 import os

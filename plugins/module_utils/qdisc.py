@@ -13,8 +13,6 @@ handle of zero"), so giving an interface back to the kernel first replaces its r
 default_qdisc of that moment.
 """
 
-from __future__ import annotations
-
 MULTIQUEUE = ('mq',)
 
 

@@ -11,8 +11,6 @@ directory wins), sorted by name, and a later file overrides an earlier one;
 procps ``sysctl --system`` reads /etc/sysctl.conf last.
 """
 
-from __future__ import annotations
-
 import errno
 import os
 import stat

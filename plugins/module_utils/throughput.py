@@ -9,8 +9,6 @@ inverse of the BDP (the throughput a given window allows at a given RTT) and the
 that turn a buffer maximum into the window TCP can really use.
 """
 
-from __future__ import annotations
-
 import math
 import re
 from decimal import Decimal, ROUND_FLOOR

@@ -11,8 +11,6 @@ one plot per run (goodput against ceiling per pair) and, for a run not labelled 
 (plugins/modules/verify_report.py) does the reading and the atomic writing.
 """
 
-from __future__ import annotations
-
 import html
 import json
 import re

@@ -3,8 +3,6 @@
 # Copyright: (c) 2026, bdp.wan_tune contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 
-from __future__ import annotations
-
 DOCUMENTATION = r"""
 ---
 module: sysctl_dropin

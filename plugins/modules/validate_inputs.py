@@ -5,8 +5,6 @@
 
 # Documentation only: the work is done on the controller by the action plugin plugins/action/validate_inputs.py.
 
-from __future__ import annotations
-
 DOCUMENTATION = r"""
 ---
 module: validate_inputs
