@@ -620,7 +620,7 @@ def main():
             networkd_reload=dict(type='bool', default=False),
             nm_reactivate=dict(type='bool', default=False),
             root=dict(type='path', default='/'),
-            state_dir=dict(type='path', default='/var/lib/bdp_wan_tune'),
+            state_dir=dict(type='path', default=files.STATE_DIR),
         ),
         required_if=[('state', 'present', ('interfaces',))],
         supports_check_mode=True,
