@@ -25,19 +25,13 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, 'tests', 'lab'))
 import wanlab  # noqa: E402  pylint: disable=wrong-import-position
+from labenv import ansible_env  # noqa: E402  pylint: disable=wrong-import-position
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason='the lab needs root (namespaces, TUN, podman)')
 
 NAME = 'bdp-lab-rollout'
 PLAYBOOK = os.path.join(ROOT, 'playbooks', 'wan_tune.yml')
 RECORD = '/var/lib/bdp_wan_tune/path_probe.json'
-
-
-def ansible_env():
-    site = os.path.join(ROOT, '.venv', 'lib', 'python3.11', 'site-packages')
-    return dict(os.environ, ANSIBLE_COLLECTIONS_PATH='%s:%s' % (os.path.join(ROOT, '.cache', 'collections'), site),
-                ANSIBLE_COLLECTIONS_SCAN_SYS_PATH='false', ANSIBLE_LOCALHOST_WARNING='false',
-                ANSIBLE_FORCE_COLOR='false', CONTAINERS_CONF=os.path.join(ROOT, 'scripts', 'containers.conf'))
 
 
 class RolloutLab(object):
