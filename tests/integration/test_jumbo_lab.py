@@ -36,7 +36,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, 'tests', 'lab'))
 import wanlab  # noqa: E402  pylint: disable=wrong-import-position
-from labenv import ansible_env  # noqa: E402  pylint: disable=wrong-import-position
+from labenv import ansible_env, fetch_debs  # noqa: E402  pylint: disable=wrong-import-position
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason='the lab needs root (namespaces, TUN, podman)')
 
@@ -257,21 +257,6 @@ def test_commit_confirm_timer_restores_an_unconfirmed_change(jlab):
 SSH_DEBS = ('openssh-server', 'openssh-sftp-server', 'ucf', 'runit-helper', 'libwrap0', 'sensible-utils')
 CTL = NAME + '-ctl'
 SWITCH = NAME + '-sw'
-
-
-def fetch_debs(names):
-    """Debian packages from the mirror this machine's apt uses, kept in .cache/debs."""
-    directory = os.path.join(ROOT, '.cache', 'debs')
-    os.makedirs(directory, exist_ok=True)
-    missing = [name for name in names if not [f for f in os.listdir(directory) if f.startswith(name + '_')]]
-    if missing:
-        proc = subprocess.run(['apt-get', 'download'] + missing, cwd=directory, capture_output=True, text=True,
-                              check=False)
-        if proc.returncode != 0:
-            subprocess.run(['apt-get', 'update', '-qq'], check=True, capture_output=True)
-            subprocess.run(['apt-get', 'download'] + missing, cwd=directory, check=True, capture_output=True)
-    return [os.path.join(directory, f) for f in sorted(os.listdir(directory))
-            if f.split('_')[0] in names and f.endswith('.deb')]
 
 
 def ip(*args, netns=None):
