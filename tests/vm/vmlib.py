@@ -18,7 +18,9 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
 import time
+import warnings
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CACHE = os.path.join(ROOT, '.cache', 'vm')
@@ -37,6 +39,20 @@ _ACCEL = []   # the accelerator that worked in this process: KVM is tried once, 
 
 class KvmBroken(VMError):
     pass
+
+
+class GuestPanic(VMError):
+    """The guest kernel panicked before SSH answered.
+
+    Seen here under TCG only, early in boot before userspace (e.g. "Oops: int3 ... Fatal exception in interrupt"
+    at 3 s, on a fresh overlay before any test had run): the emulator, not the host under test. A boot that
+    panics is retried with a power cycle (PANIC_RETRIES times), and each retry is reported as a warning with
+    the console kept; a panic after the host came up, or on every retry, still fails the test.
+    """
+
+
+PANIC = 'Kernel panic - not syncing'
+PANIC_RETRIES = 2
 
 
 def accelerator():
@@ -90,8 +106,9 @@ class VM(object):
     # ------------------------------------------------------------------ lifecycle
     def start(self, timeout=240):
         self.accel = accelerator()
+        self._make_disk()
         try:
-            self._boot(timeout)
+            self._boot_retrying(timeout)
         except KvmBroken:
             self.proc.kill()
             self.proc.wait(10)
@@ -99,20 +116,52 @@ class VM(object):
             with open(KVM_BROKEN, 'w') as handle:     # remembered for this host kernel
                 handle.write(os.uname()[2])
             self.accel = 'tcg'
-            self._boot(timeout)
+            self._boot_retrying(timeout)
         if not _ACCEL:
             _ACCEL.append(self.accel)
         if self.wan:
             self._wan_network()
         return self
 
-    def _boot(self, timeout):
+    def _boot_retrying(self, timeout):
+        """Launch qemu on the disk and wait for SSH; power-cycle when the guest kernel panics during boot."""
+        for attempt in range(PANIC_RETRIES + 1):
+            self._launch()
+            try:
+                self.wait_ssh(timeout)
+                return
+            except GuestPanic as panic:
+                self._keep_panic(panic, 'boot', attempt + 1 if attempt < PANIC_RETRIES else None)
+                if attempt == PANIC_RETRIES:
+                    raise
+
+    def _keep_panic(self, panic, when, retry):
+        """Stop the panicked qemu, keep its console, and say so (stderr and a pytest warning)."""
+        self.proc.kill()
+        self.proc.wait(10)
+        kept = '%s.panic-%d' % (self.console, time.time())
+        shutil.copy(self.console, kept)
+        if retry is None:
+            return
+        message = ('%s: the guest kernel panicked during %s (%s): power-cycling the VM, retry %d of %d; '
+                   'console kept in %s' % (self.suite, when, self.accel, retry, PANIC_RETRIES, kept))
+        print('vmlib: ' + message, file=sys.stderr)
+        warnings.warn(message + '\n' + str(panic).splitlines()[-1])
+
+    def _make_disk(self):
+        """A throw-away qcow2 overlay over the pristine image (made once per VM: a power cycle keeps it)."""
         os.makedirs(self.workdir, exist_ok=True)
         shutil.copy(os.path.join(self.image, 'id_ed25519'), self.key)
         os.chmod(self.key, 0o600)
-        disk = os.path.join(self.workdir, 'disk.qcow2')
         subprocess.run(['qemu-img', 'create', '-q', '-f', 'qcow2', '-F', 'raw', '-b',
-                        os.path.join(self.image, 'disk.img'), disk], check=True)
+                        os.path.join(self.image, 'disk.img'), self.disk], check=True)
+
+    @property
+    def disk(self):
+        return os.path.join(self.workdir, 'disk.qcow2')
+
+    def _launch(self):
+        disk = self.disk
         argv = ['qemu-system-x86_64', '-accel', self.accel, '-m', str(self.memory), '-smp', str(self.cpus),
                 '-nographic', '-monitor', 'none', '-serial', 'file:%s' % self.console,
                 '-kernel', os.path.join(self.image, 'vmlinuz'), '-initrd', os.path.join(self.image, 'initrd.img'),
@@ -129,10 +178,10 @@ class VM(object):
                 netdev += ',queues=%d' % queues
                 device += ',mq=on,vectors=%d' % (2 * queues + 2)
             argv += ['-netdev', netdev, '-device', device]
+        open(self.console, 'w').close()      # this boot's console only (a retry keeps the last one aside)
         self.started = time.time()
-        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=open(self.qemu_err, 'w'))
-        self.wait_ssh(timeout)
+        with open(self.qemu_err, 'w') as err:
+            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
 
     @property
     def wan_mac(self):
@@ -164,6 +213,8 @@ class VM(object):
                 raise VMError('qemu exited (%s): %s' % (self.proc.returncode, self._tail()))
             if self.accel == 'kvm' and self._kvm_broken():
                 raise KvmBroken('KVM failed inside the guest')
+            if PANIC in (files_text(self.console) or ''):
+                raise GuestPanic('%s: kernel panic during boot; console: %s' % (self.suite, self._tail()))
             rc, out, _err = self.ssh('cat /proc/sys/kernel/random/boot_id', check=False, timeout=15)
             if rc == 0 and out.strip():
                 self.boot_id = out.strip()
@@ -184,7 +235,13 @@ class VM(object):
         deadline = time.time() + timeout
         while time.time() < deadline:
             time.sleep(3)
-            self.wait_ssh(max(5, deadline - time.time()))
+            try:
+                self.wait_ssh(max(5, deadline - time.time()))
+            except GuestPanic as panic:
+                # The host shut down cleanly and its next boot panicked in the emulator: the power cycle
+                # boots the same disk, as a power cycle of a real host after a hung reboot would.
+                self._keep_panic(panic, 'a reboot', 1)
+                self._boot_retrying(max(60, deadline - time.time()))
             if self.boot_id != old:
                 return
         raise VMError('%s: did not reboot within %d s' % (self.suite, timeout))
