@@ -165,6 +165,11 @@ modules:
   returned: state=present
   type: list
   elements: dict
+check_mode:
+  description: Whether the module ran in check mode (also when a task or an include set it, which C(ansible_check_mode)
+    does not show).
+  returned: always
+  type: bool
 service_before:
   description: The service's state before the first change, C(enabled) and C(active) (null when unknown).
   returned: always
@@ -367,7 +372,7 @@ def main():
     )
     params = module.params
     version, cve = installed(module, os_release())
-    result = {'changed': False, 'version': version, 'cve': cve,
+    result = {'changed': False, 'version': version, 'cve': cve, 'check_mode': module.check_mode,
               'service_before': files.load_record(os.path.join(params['state_dir'], RECORD)).get(
                   'service', {'enabled': None, 'active': None})}
     if params['state'] == 'present':
