@@ -356,7 +356,9 @@ def self_addresses(address):
 
 def render_config(plan, header='', secrets_file='/etc/rsyncd.secrets', auth_digest=True):
     """rsyncd.conf for ``plan`` (from check()).  ``auth_digest``: whether this rsync knows the parameter."""
-    yes = lambda flag: 'yes' if flag else 'no'    # noqa: E731
+    def yes(flag):
+        return 'yes' if flag else 'no'
+
     lines = [line.rstrip() for line in header.rstrip('\n').split('\n')] if header else []
     lines += [
         '# bdp.wan_tune.rsync_daemon. rsync daemon traffic is not encrypted: use it on a private circuit, a VPN or',

@@ -32,10 +32,19 @@ options:
     elements: dict
     required: true
   users:
-    description: The users and passwords ({name, password}), as the role's C(rsync_daemon_users).
+    description: The users and passwords, as the role's C(rsync_daemon_users).
     type: list
     elements: dict
     default: []
+    suboptions:
+      name:
+        description: The user name.
+        type: str
+        required: true
+      password:
+        description: The password; never shown.
+        type: str
+        required: true
   timeout:
     description: Seconds for each connection and transfer.
     type: int
@@ -128,7 +137,7 @@ def check_module(module, item, users, host, port, timeout, source):
         landed = arrived(file_name)
         add('authenticated write', rc == 0 and landed,
             'user %s: rsync exit %d%s%s' % (user, rc, ', the file arrived' if landed else ', the file did not arrive',
-                                             ': ' + out if out else ''))
+                                            ': ' + out if out else ''))
         for check, who, password in (('wrong password refused', user, 'wrong-' + uuid.uuid4().hex),
                                      ('anonymous write refused', None, '')):
             file_name = '.bdp-wan-tune-verify-%s' % uuid.uuid4().hex
@@ -152,7 +161,10 @@ def main():
             host=dict(type='str', default='127.0.0.1'),
             port=dict(type='int', default=873),
             modules=dict(type='list', elements='dict', required=True),
-            users=dict(type='list', elements='dict', default=[], no_log=True),
+            # Only the passwords are secret: a no_log list would mask the user names everywhere in the result.
+            users=dict(type='list', elements='dict', default=[], options=dict(
+                name=dict(type='str', required=True),
+                password=dict(type='str', required=True, no_log=True))),
             timeout=dict(type='int', default=30),
         ),
         supports_check_mode=True,

@@ -38,8 +38,17 @@ options:
   users:
     description: The users and their passwords, as the role's C(rsync_daemon_users).
     type: list
-    elements: raw
+    elements: dict
     default: []
+    suboptions:
+      name:
+        description: The user name.
+        type: str
+        required: true
+      password:
+        description: The password; never shown.
+        type: str
+        required: true
   address:
     description: The address to listen on, or V(all).
     type: str
@@ -301,11 +310,11 @@ def present(module, params, result):
     record = files.load_record(record_path)
     if not record:
         copies = os.path.join(params['state_dir'], 'rsync_daemon')
+        conf_kept = keep_copy(module, params['conf_path'], os.path.join(copies, 'rsyncd.conf'))
+        secrets_kept = keep_copy(module, params['secrets_path'], os.path.join(copies, 'rsyncd.secrets'))
         record = {
-            'conf': {'path': params['conf_path'], 'existed': keep_copy(module, params['conf_path'],
-                                                                     os.path.join(copies, 'rsyncd.conf'))},
-            'secrets': {'path': params['secrets_path'], 'existed': keep_copy(module, params['secrets_path'],
-                                                                           os.path.join(copies, 'rsyncd.secrets'))},
+            'conf': {'path': params['conf_path'], 'existed': conf_kept},
+            'secrets': {'path': params['secrets_path'], 'existed': secrets_kept},
             'service': service_state(module, params['service']),
         }
         files.save_record(module, record_path, record)
@@ -354,7 +363,10 @@ def main():
         argument_spec=dict(
             state=dict(type='str', choices=['present', 'absent'], default='present'),
             modules=dict(type='list', elements='raw', default=[]),
-            users=dict(type='list', elements='raw', default=[], no_log=True),
+            # Only the passwords are secret: a no_log list would mask the user names everywhere in the result.
+            users=dict(type='list', elements='dict', default=[], options=dict(
+                name=dict(type='str', required=True),
+                password=dict(type='str', required=True, no_log=True))),
             address=dict(type='str', default='all'),
             port=dict(type='int', default=873),
             streams=dict(type='int', default=4),

@@ -92,7 +92,14 @@ def test_read_from_the_peer_and_no_listing(host, peer, name):
 
 
 def test_a_host_outside_hosts_allow_is_refused(host):
-    # from the host itself over its own network address: 198.18.3.x is in hosts allow, 127.0.0.2 is not
-    result = host.run('RSYNC_PASSWORD=%s rsync --contimeout=10 --address=127.0.0.2 /etc/hostname '
-                      'rsync://migrate@127.0.0.1/incoming/x', PASSWORD)
-    assert result.rc != 0 and 'access denied' in result.stdout + result.stderr
+    """The same client and password: from 127.0.0.1 (allowed for the role's own verification) the write works,
+    from 127.0.0.2 (in no hosts allow) it is refused; with list = no rsync hides the module ("Unknown module")."""
+    command = ('RSYNC_PASSWORD=%s rsync --contimeout=10 --address=%s /etc/hostname '
+               'rsync://migrate@127.0.0.1/incoming/hosts-allow-probe')
+    allowed = host.run(command, PASSWORD, '127.0.0.1')
+    assert allowed.rc == 0, allowed.stderr
+    host.run('rm -f /srv/incoming/hosts-allow-probe')
+    denied = host.run(command, PASSWORD, '127.0.0.2')
+    output = denied.stdout + denied.stderr
+    assert denied.rc != 0 and ('access denied' in output or "Unknown module 'incoming'" in output), output
+    assert not host.file('/srv/incoming/hosts-allow-probe').exists
