@@ -164,3 +164,18 @@ def test_check_against_a_real_daemon(paths, daemon, run_module):
 def test_check_without_a_daemon(run_module, paths):
     result = run_module(rsync_daemon_check.main, {'port': free_port(), 'modules': []})
     assert result['failed'] and 'daemon answers' in result['msg']
+
+
+@needs_root
+def test_warns_on_an_rsync_without_the_cve_fixes(paths, run_module, monkeypatch):
+    def old_rsync(module, os_info):
+        version = {'upstream': '3.2.7', 'package': '3.2.7-1', 'auth_digest_supported': False, 'auth_list': ['md5']}
+        return version, dict(rsync_daemon_config.rsyncd.cve_status('3.2.7', '3.2.7-1', 'debian', '12'),
+                             cves=list(rsync_daemon_config.rsyncd.CVES))
+    monkeypatch.setattr(rsync_daemon_config, 'installed', old_rsync)
+    result = run_module(rsync_daemon_config.main, args(paths))
+    assert result['rc'] == 0 and result['cve']['fixed'] is False
+    assert any('lacks the fixes for CVE-2024-12084' in item and '3.2.7-1+deb12u1' in item
+               for item in result['warning_msgs']), result['warning_msgs']
+    assert result['auth_digest'] == '' and 'does not know the auth digest parameter' in result['auth_digest_note']
+    assert 'auth digest' not in read(paths / 'rsyncd.conf')
