@@ -487,13 +487,14 @@ def split_debian(version):
     return epoch, upstream, revision
 
 
-def compare_debian(a, b):
-    """-1, 0 or 1 as dpkg --compare-versions orders the Debian versions ``a`` and ``b`` (epochs, ~, revisions)."""
-    ea, ua, ra = split_debian(a)
-    eb, ub, rb = split_debian(b)
-    if ea != eb:
-        return -1 if ea < eb else 1
-    return _compare_part(ua, ub) or _compare_part(ra, rb)
+def compare_debian(version, other):
+    """-1, 0 or 1 as dpkg --compare-versions orders the Debian versions ``version`` and ``other`` (epochs, ~,
+    revisions)."""
+    epoch, upstream, revision = split_debian(version)
+    other_epoch, other_upstream, other_revision = split_debian(other)
+    if epoch != other_epoch:
+        return -1 if epoch < other_epoch else 1
+    return _compare_part(upstream, other_upstream) or _compare_part(revision, other_revision)
 
 
 def upstream_version(version_output):
