@@ -29,9 +29,11 @@ from ansible_collections.bdp.wan_tune.plugins.module_utils import bdp as _bdp
 from ansible_collections.bdp.wan_tune.plugins.module_utils import kmod as _kmod
 from ansible_collections.bdp.wan_tune.plugins.module_utils import linkmtu as _linkmtu
 from ansible_collections.bdp.wan_tune.plugins.module_utils import pathprobe as _pathprobe
+from ansible_collections.bdp.wan_tune.plugins.module_utils import rsyncd as _rsyncd
 
 ROLES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), 'roles')
-ROLES = ('bbr', 'tcp_buffers', 'jumbo_mtu', 'verify')       # in the order the playbook runs them (verify: the canary)
+# in the order the playbook runs them (verify: the canary)
+ROLES = ('bbr', 'tcp_buffers', 'jumbo_mtu', 'rsync_daemon', 'verify')
 
 # The playbook's own variables (playbooks/wan_tune.yml), checked like role options.
 PLAYBOOK_OPTIONS = {
@@ -45,7 +47,10 @@ PLAYBOOK_OPTIONS = {
     'wan_tune_canary_rollback': {'type': 'bool', 'default': False},
     'wan_peer': {'type': 'str'},
     'wan_peers': {'type': 'list', 'elements': 'str'},
+    'rsync_daemon': {'type': 'bool', 'default': False},
 }
+# Variables whose value a message must not show (passwords).
+SECRET_OPTIONS = ('rsync_daemon_users',)
 # The role's rate and RTT also take auto (tasks/measure.yml); said after the parser's own message.
 AUTO_HINT = {'tcp_buffers_rate': ' Or auto: the link speed of the NIC towards the peers.',
              'tcp_buffers_rtt': ' Or auto: measured to the peers.'}
@@ -76,6 +81,8 @@ INT_RANGES = {
                                             'must fit in it'),
     'wan_tune_max_fail_percentage': (0, 100, 'a whole percentage from 0 to 100 (default 100: a batch goes on while '
                                              'any of its hosts succeeds)'),
+    'rsync_daemon_port': (1, 65535, 'a TCP port: a whole number from 1 to 65535 (default 873)'),
+    'rsync_daemon_streams': (1, 1024, 'a whole number of parallel streams from 1 to 1024 (default 4)'),
     'jumbo_mtu_probe_count': (1, None, 'a whole number of ICMP echoes per probe size, 1 or more (default 3)'),
     'jumbo_mtu_platform_max_mtu': (0, _linkmtu.MAX_MTU, '0 (no limit of your own) or an MTU from %d to %d'
                                    % (_linkmtu.MIN_MTU, _linkmtu.MAX_MTU)),
@@ -413,7 +420,11 @@ def convert(var, name, value, option, problems):
     except (_bdp.UnitError, _linkmtu.MtuError) as exc:
         problems.append(str(exc) + AUTO_HINT.get(var, ''))
     except Refusal as exc:
-        problems.append(_message(name, value, exc.reason, exc.accepted, exc.hint))
+        if var in SECRET_OPTIONS:
+            problems.append('%s: (the value is not shown: it holds passwords) %s; expected %s.%s'
+                            % (name, exc.reason, exc.accepted, exc.hint))
+        else:
+            problems.append(_message(name, value, exc.reason, exc.accepted, exc.hint))
     return None
 
 
@@ -513,6 +524,13 @@ def check_host(variables, tcp_buffers=True, jumbo_mtu=True, play_peers=None, spe
         elif not peers and values.get('jumbo_mtu_peers_from_play') is False:
             problems.append('jumbo_mtu_peers: no peers, and jumbo_mtu_peers_from_play is false, so the path cannot be '
                             'proven; expected a list of %s.' % _linkmtu.PEER_HELP)
+    # rsync_daemon: the role's own rules (module_utils/rsyncd.py: writable modules, paths, socket options, max
+    # connections, users), where the role runs with state present; they never show a password.
+    if values.get('rsync_daemon') and role_state('rsync_daemon') == 'present':
+        settings = dict((var[len('rsync_daemon_'):], raw[var]) for var in raw
+                        if var.startswith('rsync_daemon_') and values.get(var) is not None)
+        if len(settings) == len([var for var in raw if var.startswith('rsync_daemon_')]):
+            problems.extend(_rsyncd.check(settings)[1])
     return problems
 
 

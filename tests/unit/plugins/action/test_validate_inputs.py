@@ -78,8 +78,15 @@ def test_the_role_defaults_pass():
 @pytest.mark.parametrize('name', sorted(name for name, option in vi.load_specs().items() if option.get('type') != 'dict'))
 def test_every_variable_refuses_a_mapping_and_names_itself(name):
     message = only(check(play_peers=peers(('b', 'inventory name of host b')), **{name: {'x': 1}}))
-    assert message.startswith(name + ': {x: 1} is a mapping, not '), message
+    shown = '(the value is not shown: it holds passwords)' if name in vi.SECRET_OPTIONS else '{x: 1}'
+    assert message.startswith('%s: %s is a mapping, not ' % (name, shown)), message
     assert '; expected ' in message
+
+
+def test_a_secret_is_never_shown():
+    message = only(check(rsync_daemon_users='alice:hunter2'))
+    assert 'hunter2' not in message
+    assert message.startswith('rsync_daemon_users: (the value is not shown: it holds passwords) is a string, not a list')
 
 
 def test_every_number_has_its_reader():
