@@ -71,8 +71,8 @@ options:
       - Check only the ranges of this role's numbers, as the role asks before it runs (the ranges are defined once,
         here). For V(verify), C(verify_streams), C(verify_duration), C(verify_omit), C(verify_min_fraction) and
         C(verify_report_html_runs).
-      - The problems are returned in RV(problems), in the role's words (C(verify_streams: 0 is out of range; expected
-        a whole number of streams from 1 to 128.)), and do not fail the task; the role reports them with its other
+      - The problems are returned in RV(problems), in the words of the role's other checks (the variable, its value,
+        V(is out of range) and what is expected), and do not fail the task; the role reports them with its other
         checks.
     type: str
     choices: [verify]
