@@ -134,10 +134,19 @@ EXAMPLES = r"""
         hosts_pattern: "{{ wan_tune_hosts | default('all') }}"
         hosts_matched: "{{ query('ansible.builtin.inventory_hostnames', wan_tune_hosts | default('all')) | length }}"
 
-- name: The ranges of the verify role's numbers, reported by the role with its other checks
-  bdp.wan_tune.validate_inputs:
-    role: verify
-  register: ranges
+- name: The ranges of the verify role's numbers, as the role checks them before it tests
+  hosts: transfer_nodes
+  gather_facts: false
+  tasks:
+    - name: Check the ranges on the controller (the problems are returned, the task does not fail)
+      bdp.wan_tune.validate_inputs:
+        role: verify
+      register: ranges
+
+    - name: Stop on a number out of range
+      ansible.builtin.assert:
+        that: ranges.problems | length == 0
+        fail_msg: "{{ ranges.problems | join(' | ') }}"
 """
 
 RETURN = r"""
