@@ -205,8 +205,8 @@ import socket
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bdp.wan_tune.plugins.module_utils import files, qdisc, sysctl
 from ansible_collections.bdp.wan_tune.plugins.module_utils.dropin import CC_KEY, DropIn
-from ansible_collections.bdp.wan_tune.plugins.module_utils.record import Record
 from ansible_collections.bdp.wan_tune.plugins.module_utils.kmod import Kernel, congestion_control_name
+from ansible_collections.bdp.wan_tune.plugins.module_utils.record import Record
 
 
 def default_route_interfaces():
