@@ -19,7 +19,7 @@ help:
 	@echo "make test                                    set up, then run every check CI runs"
 	@echo "make lint | sanity | units | molecule | host-test | lab-test | jumbo-test | vm-test   one part of the tests"
 	@echo "make benchmark [BENCH_ARGS=--quick]        the WAN-lab scenario matrix: docs/benchmarks.md, JSON and PNG"
-	@echo "make docs                                    regenerate docs/reference/roles/ from the roles' argument specs"
+	@echo "make docs                                    regenerate docs/reference/ (roles, modules, filters) from their docs"
 	@echo "make changelog                               regenerate CHANGELOG.rst from changelogs/changelog.yaml"
 	@echo "make fleet-bench [N=20 CONNECTION=ssh|podman]  no-op re-run of wan_tune.yml against ansible -m setup on N containers"
 

@@ -13,7 +13,7 @@ lint() {
     yamllint --strict .
     stage "ansible-lint (production profile)"
     ansible-lint --profile production
-    stage "role reference pages match the argument specs (docs/reference/roles, make docs)"
+    stage "reference pages match the roles' argument specs and the module and filter docs (docs/reference, make docs)"
     bash scripts/docs.sh --check
     stage "changelog: fragments lint, CHANGELOG.rst up to date, unreleased fragments render (make changelog)"
     bash scripts/changelog.sh --check

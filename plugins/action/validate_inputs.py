@@ -17,6 +17,7 @@ passed on as they are.  All problems of a host are reported together; nothing ru
 """
 
 import ast
+import math
 import os
 import re
 
@@ -71,7 +72,7 @@ LIST_HINT = (" In inventory write a YAML list (%(name)s: [a, b]); on the command
              "-e '{\"%(name)s\": [\"a\", \"b\"]}'.")
 # Whole numbers read by bdp.whole_number, and their ranges: (lowest, highest or None, what is accepted).
 INT_RANGES = {
-    'verify_streams': (1, 128, 'a whole number of parallel streams from 1 to 128 (default 1)'),
+    'verify_streams': (1, 128, 'a whole number of streams from 1 to 128 (default 1)'),
     'verify_duration': (1, 3600, 'a whole number of seconds from 1 to 3600 (default 10)'),
     'verify_omit': (0, 600, 'a whole number of seconds from 0 to 600 (default 3)'),
     'verify_report_html_runs': (1, None, 'a whole number of runs, 1 or more (default 20)'),
@@ -115,6 +116,10 @@ class Refusal(ValueError):
         self.reason = reason
         self.accepted = accepted
         self.hint = hint
+
+
+class OutOfRange(Refusal):
+    """A whole number outside its range of INT_RANGES."""
 
 
 class Unresolved(object):
@@ -312,9 +317,9 @@ def to_whole(var, name, value):
     if var == 'jumbo_mtu_platform_max_mtu' and number:
         low = _linkmtu.MIN_MTU
     if low is not None and number < low:
-        raise Refusal('is below %d' % low, accepted)
+        raise OutOfRange('is below %d' % low, accepted)
     if high is not None and number > high:
-        raise Refusal('is above %d' % high, accepted)
+        raise OutOfRange('is above %d' % high, accepted)
     return number
 
 
@@ -534,6 +539,58 @@ def check_host(variables, tcp_buffers=True, jumbo_mtu=True, play_peers=None, spe
     return problems
 
 
+# The numbers a role checks in its own tasks, before it runs (roles/verify/tasks/plan.yml asks with role: verify):
+# their ranges are those of INT_RANGES and of the fraction parser here, the one place they are written.
+ROLE_RANGES = {
+    'verify': ('verify_streams', 'verify_duration', 'verify_omit', 'verify_min_fraction', 'verify_report_html_runs'),
+}
+_DEFAULT_NOTE = re.compile(r' \(default [^()]*\)$')
+
+
+def _is_number(value):
+    try:
+        return not isinstance(value, bool) and math.isfinite(float(str(value).strip()))
+    except (TypeError, ValueError):
+        return False
+
+
+def range_problems(role, variables):
+    """The role's numbers of ROLE_RANGES that are outside their ranges, in the words of the role's other checks:
+    'verify_streams: 0 is out of range; expected a whole number of streams from 1 to 128.'  The role's argument
+    specification has checked their types; a value that is not a number at all gets the message of check_host."""
+    problems = []
+    for var in ROLE_RANGES[role]:
+        if var not in variables:
+            continue
+        value = variables[var]
+        if isinstance(value, Unresolved):
+            problems.append('%s: its value could not be templated: %s' % (var, _short_error(value.error)))
+            continue
+        if var in INT_RANGES:
+            try:
+                to_whole(var, var, value)
+                continue
+            except OutOfRange as exc:
+                accepted = _DEFAULT_NOTE.sub('', exc.accepted)
+            except (Refusal, _bdp.UnitError):
+                # a negative whole number is out of range too; anything else is not a whole number
+                negative = isinstance(value, (int, str)) and not isinstance(value, bool) \
+                    and re.match(r'^\s*-[0-9]+\s*$', str(value))
+                accepted = _DEFAULT_NOTE.sub('', INT_RANGES[var][2]) if negative else None
+        else:
+            _what, accepted, parser = PARSERS[var]
+            try:
+                parser(value, var)
+                continue
+            except _bdp.UnitError:
+                accepted = accepted if _is_number(value) else None
+        if accepted is None:
+            convert(var, var, value, {'type': 'int'}, problems)      # the message of check_host
+        else:
+            problems.append('%s: %s is out of range; expected %s.' % (var, value, accepted))
+    return problems
+
+
 def rtt_peers(values, play_peers):
     """Whether rtt=auto has peers: tcp_buffers_rtt_peers, wan_peers, wan_peer, or other hosts of the play."""
     return bool(values.get('tcp_buffers_rtt_peers') or values.get('wan_peers') or values.get('wan_peer')
@@ -577,7 +634,7 @@ class ActionModule(ActionBase):
 
     TRANSFERS_FILES = False
     _requires_connection = False
-    _VALID_ARGS = frozenset(('tcp_buffers', 'jumbo_mtu', 'hosts_pattern', 'hosts_matched'))
+    _VALID_ARGS = frozenset(('tcp_buffers', 'jumbo_mtu', 'hosts_pattern', 'hosts_matched', 'role'))
 
     def _template(self, raw):
         try:
@@ -594,10 +651,17 @@ class ActionModule(ActionBase):
             jumbo_mtu=dict(type='bool', default=True),
             hosts_pattern=dict(type='raw'),
             hosts_matched=dict(type='int'),
+            role=dict(type='str', choices=sorted(ROLE_RANGES)),
         ))
         if args['hosts_matched'] is not None:
             return dict(result, **no_hosts_check(args['hosts_pattern'], args['hosts_matched'],
                                                  task_vars.get('ansible_inventory_sources')))
+        if args['role']:
+            variables = dict((var, self._template(task_vars[var])) for var in ROLE_RANGES[args['role']]
+                             if var in task_vars)
+            problems = range_problems(args['role'], variables)
+            return dict(result, changed=False, problems=problems,
+                        msg='; '.join(problems) or 'The numbers of role %s are in range.' % args['role'])
         specs = load_specs()
         host = task_vars.get('inventory_hostname', '?')
         wanted = set(specs) | set(PLAYBOOK_INPUTS) | {'inventory_hostname', 'ansible_host'}

@@ -10,6 +10,7 @@ needs one module execution per host (docs/fleet.md)."""
 import os
 
 from ansible_collections.bdp.wan_tune.plugins.module_utils import bdp, files, sysctl
+from ansible_collections.bdp.wan_tune.plugins.module_utils.record import Record
 from ansible_collections.bdp.wan_tune.plugins.module_utils.kmod import Kernel, congestion_control_name
 
 NAMESPACE_REASON = 'owned by the host kernel; read-only in this network namespace'
@@ -62,17 +63,21 @@ def _floored(wanted, current):
     return ' '.join(str(max(int(w), int(h))) for w, h in zip(want, have))
 
 
-class DropIn(object):
+class DropInFile(object):
+    """One drop-in: its module parameters, its file, its record of originals and the result. The concerns are
+    the mixins below: planning (DropInPlan), the memory guard (MemoryGuard), apply and rollback (DropIn)."""
+
     def __init__(self, module, params=None):
         """``params`` are the sysctl_dropin module's options (path, settings, header, allow_lower, strict, state_dir,
         memory_guard); by default the module's own."""
         self.module = module
         self.params = module.params if params is None else params
         self.path = self.params['path']
-        self.state_file = os.path.join(self.params['state_dir'],
-                                       os.path.basename(self.path) + '.json')
+        # the record of the values the host had: <state_dir>/<file name>.json, {"original": {key: value},
+        # "file_existed": bool}
+        self.record = Record(module, self.params['state_dir'], os.path.basename(self.path) + '.json')
+        self.state_file = self.record.path
         self.initial = sysctl.initial_netns()
-        self.record = files.load_record(self.state_file)
         self.result = {'changed': False, 'path': self.path, 'initial_netns': self.initial,
                        'settings': {}, 'skipped_keys': {}, 'overrides': []}
 
@@ -85,6 +90,10 @@ class DropIn(object):
 
     def write_file(self, content):
         files.write_atomic(self.module, self.path, content)
+
+
+class DropInPlan(DropInFile):
+    """What to write and set: the keys, their floors, what cannot be set here, and what goes back."""
 
     # ----------------------------------------------------------------- plan
     def skip_reason(self, key, wanted, current):
@@ -103,7 +112,7 @@ class DropIn(object):
     def floor_base(self, key, current):
         """What a floor protects: the value the host had before this file first changed ``key`` (recorded), as
         long as the live value is still this file's own; else the live value (the host's, or someone else's)."""
-        original = self.record.get('original', {}).get(key)
+        original = self.record.original(key)
         if original is None or current is None:
             return current
         ours = dict(sysctl.parse_conf(self.read_file() or '')).get(key)
@@ -179,7 +188,7 @@ class DropIn(object):
         the host had, as long as their live value is still this file's own."""
         previous = dict(sysctl.parse_conf(self.read_file() or ''))
         back = []
-        for key, original in sorted(self.record.get('original', {}).items()):
+        for key, original in sorted(self.record.originals().items()):
             if key in managed or original is None or key not in previous:
                 continue
             current = sysctl.read_live(key)
@@ -198,17 +207,78 @@ class DropIn(object):
                 ['# Not set by this file on this host:'] + ['#   %s: %s' % item for item in sorted(skipped.items())])
         return sysctl.render(header, entries)
 
-    # ---------------------------------------------------------------- apply
+
+class MemoryGuard(DropInFile):
+    """The memory guard: the planned flows against this host's net.ipv4.tcp_mem and RAM."""
+
+    def memory_guard(self):
+        """Check the planned flows against this host's net.ipv4.tcp_mem and RAM, read here (bdp.memory_plan); with
+        fit_tcp_mem, add net.ipv4.tcp_mem to the settings as a floor key. Returns (plan against the live tcp_mem,
+        plan the fit started from) or None."""
+        guard = self.params['memory_guard']
+        if not guard:
+            return None
+        fit = guard['fit_tcp_mem']
+        if fit and any(sysctl.normalize_key(item['key']) == TCP_MEM_KEY for item in self.params['settings']):
+            self.fail('memory_guard: fit_tcp_mem sets %s itself; remove that key from the settings or set fit_tcp_mem '
+                      'to false.' % TCP_MEM_KEY)
+        live, mem = sysctl.read_live(TCP_MEM_KEY), mem_total_bytes()
+        base = self.floor_base(TCP_MEM_KEY, live) if fit else live     # the host's own value, if ours is live
+        unknown = [name for name, value in (('MemTotal from %s' % MEMINFO, mem), (TCP_MEM_KEY, live)) if value is None]
+        if unknown:
+            self.module.warn('memory_guard: could not read %s on this host, so that check was left out%s.'
+                             % (' or '.join(unknown), ' and net.ipv4.tcp_mem is not changed' if fit else ''))
+        args = dict(flows=guard['flows'], buffer_bytes=guard['buffer_bytes'], mem_total_bytes=mem,
+                    page_size=page_size(), memory_share=guard['memory_share'],
+                    names={'flows': 'memory_guard.flows', 'memory_share': 'memory_guard.memory_share'})
+        try:
+            plain = bdp.memory_plan(tcp_mem_pages=live, **args)
+            fitted = bdp.memory_plan(tcp_mem_pages=base, fit_tcp_mem=True, **args) if fit else plain
+        except bdp.UnitError as exc:
+            self.fail('memory_guard: %s' % exc)
+        proposed = fitted['proposed_tcp_mem']
+        if fit and proposed and (proposed != fitted['tcp_mem'] or TCP_MEM_KEY in self.record.originals()):
+            self.params['settings'].append({
+                'key': TCP_MEM_KEY, 'value': [None] + proposed[1:], 'floor': True, 'optional': False,
+                'comment': 'memory_guard.fit_tcp_mem: pressure holds %d flows x %d bytes (%d pages of %d bytes); '
+                           'max = 3/2 x pressure, at most %g%% of RAM; min as the host had it.'
+                           % (plain['flows'], plain['buffer_bytes'], plain['needed_pages'], plain['page_size'],
+                              plain['memory_share'] * 100)})
+        self.result['memory'] = dict(plain, fit_tcp_mem=fit, proposed_tcp_mem=proposed,
+                                     tcp_mem_capped=fitted['tcp_mem_capped'])
+        return plain, fitted
+
+    def memory_warnings(self, guard):
+        """Show the guard's warnings: those of the fit when net.ipv4.tcp_mem was set (or nothing needed setting),
+        else those against the live value (fit_tcp_mem off, or the key skipped in a container)."""
+        if not guard:
+            return
+        plain, fitted = guard
+        info = self.result['settings'].get(TCP_MEM_KEY)
+        applied = self.result['memory']['fit_tcp_mem'] and fitted['proposed_tcp_mem'] and (
+            info is None or info['status'] != 'skipped')
+        warnings = (fitted if applied else plain)['warnings']
+        memory = self.result['memory']
+        memory['warnings'] = warnings
+        outcome = ['does not fit: see the warnings' if warnings else 'fits']
+        if applied and info is not None and info['wanted'] != info['before']:
+            outcome.insert(0, '%s %s -> %s' % (TCP_MEM_KEY, info['before'], info['wanted']))
+        memory['summary'] = '; '.join([plain['summary']] + outcome)
+        for warning in warnings:
+            self.module.warn(warning)
+
+
+class DropIn(DropInPlan, MemoryGuard):
+    """Apply (file, live values, read back, rollback on failure) and the rollback of state=absent."""
+
     def apply(self, changes, old_text, new_text):
-        state = self.record
-        originals = state.setdefault('original', {})
         for key in changes:
-            originals.setdefault(key, self.result['settings'][key]['before'])
-        state['file_existed'] = state.get('file_existed', old_text is not None)
+            self.record.remember(key, self.result['settings'][key]['before'])
+        self.record.data.setdefault('file_existed', old_text is not None)
         written = []
         try:
             if changes:
-                files.save_record(self.module, self.state_file, state)
+                self.record.save()
             if old_text != new_text:
                 self.write_file(new_text)
             for key in changes:
@@ -225,9 +295,8 @@ class DropIn(object):
                 raise RuntimeError('the kernel did not take: %s' % '; '.join(wrong))
             given_back = [key for key in changes if self.result['settings'][key].get('given_back')]
             if given_back:
-                for key in given_back:
-                    del originals[key]
-                files.save_record(self.module, self.state_file, state)
+                self.record.forget(*given_back)
+                self.record.save()
         except (IOError, OSError, RuntimeError) as exc:
             self.rollback(written, old_text)
             self.fail('Applying %s failed and was rolled back (file and live values restored): %s. Check the value '
@@ -270,14 +339,13 @@ class DropIn(object):
 
     def absent(self):
         old_text = self.read_file()
-        state = self.record
         ours = dict(sysctl.parse_conf(old_text or ''))
         restore = {}
-        for key, value in state.get('original', {}).items():
+        for key, value in self.record.originals().items():
             if value is not None and key in ours and sysctl.read_live(key) == ours[key]:
                 restore[key] = value
         self.result['restored'] = restore
-        self.result['changed'] = old_text is not None or bool(restore) or bool(state)
+        self.result['changed'] = old_text is not None or bool(restore) or bool(self.record.data)
         self.result['diff'] = [
             {'before': old_text or '', 'after': '', 'before_header': self.path, 'after_header': self.path},
             {'before': ''.join('%s = %s\n' % (key, ours[key]) for key in sorted(restore)),
@@ -286,22 +354,17 @@ class DropIn(object):
         ]
         if self.module.check_mode or not self.result['changed']:
             return
-        failed = {}
-        for key, value in sorted(restore.items()):     # every key is tried, even after a failure
-            try:
-                sysctl.write_live(key, value)
-            except (IOError, OSError) as exc:
-                failed[key] = 'Restoring %s to %s failed: %s' % (key, value, exc)
+        # every key is tried, even after a failure; all back: the file goes, then the record
+        _restored, failed = self.record.restore(sorted(restore.items()), sysctl.write_live,
+                                                finish=lambda: old_text is not None and os.unlink(self.path))
         if failed:
             # the file and the whole record stay: a reboot before the retry brings back this file's values, and
             # the retry restores every key whose live value is still this file's own
+            errors = ['Restoring %s to %s failed: %s' % (key, restore[key], failed[key]) for key in sorted(failed)]
             for key in failed:
                 del self.result['restored'][key]
             self.fail('%s. The other keys were restored; %s and the record of the failed keys were kept so that a '
-                      'second rollback can retry.' % ('; '.join(failed[key] for key in sorted(failed)), self.path))
-        if old_text is not None:
-            os.unlink(self.path)
-        files.save_record(self.module, self.state_file, {})
+                      'second rollback can retry.' % ('; '.join(errors), self.path))
 
     def diff(self, old_text, new_text, changes):
         live = self.result['settings']
@@ -311,60 +374,3 @@ class DropIn(object):
              'after': ''.join('%s = %s\n' % (key, live[key]['wanted']) for key in changes),
              'before_header': 'live values (/proc/sys)', 'after_header': 'live values (/proc/sys)'},
         ]
-
-    # --------------------------------------------------------- memory guard
-    def memory_guard(self):
-        """Check the planned flows against this host's net.ipv4.tcp_mem and RAM, read here (bdp.memory_plan); with
-        fit_tcp_mem, add net.ipv4.tcp_mem to the settings as a floor key. Returns (plan against the live tcp_mem,
-        plan the fit started from) or None."""
-        guard = self.params['memory_guard']
-        if not guard:
-            return None
-        fit = guard['fit_tcp_mem']
-        if fit and any(sysctl.normalize_key(item['key']) == TCP_MEM_KEY for item in self.params['settings']):
-            self.fail('memory_guard: fit_tcp_mem sets %s itself; remove that key from the settings or set fit_tcp_mem '
-                      'to false.' % TCP_MEM_KEY)
-        live, mem = sysctl.read_live(TCP_MEM_KEY), mem_total_bytes()
-        base = self.floor_base(TCP_MEM_KEY, live) if fit else live     # the host's own value, if ours is live
-        unknown = [name for name, value in (('MemTotal from %s' % MEMINFO, mem), (TCP_MEM_KEY, live)) if value is None]
-        if unknown:
-            self.module.warn('memory_guard: could not read %s on this host, so that check was left out%s.'
-                             % (' or '.join(unknown), ' and net.ipv4.tcp_mem is not changed' if fit else ''))
-        args = dict(flows=guard['flows'], buffer_bytes=guard['buffer_bytes'], mem_total_bytes=mem,
-                    page_size=page_size(), memory_share=guard['memory_share'],
-                    names={'flows': 'memory_guard.flows', 'memory_share': 'memory_guard.memory_share'})
-        try:
-            plain = bdp.memory_plan(tcp_mem_pages=live, **args)
-            fitted = bdp.memory_plan(tcp_mem_pages=base, fit_tcp_mem=True, **args) if fit else plain
-        except bdp.UnitError as exc:
-            self.fail('memory_guard: %s' % exc)
-        proposed = fitted['proposed_tcp_mem']
-        if fit and proposed and (proposed != fitted['tcp_mem'] or TCP_MEM_KEY in self.record.get('original', {})):
-            self.params['settings'].append({
-                'key': TCP_MEM_KEY, 'value': [None] + proposed[1:], 'floor': True, 'optional': False,
-                'comment': 'memory_guard.fit_tcp_mem: pressure holds %d flows x %d bytes (%d pages of %d bytes); '
-                           'max = 3/2 x pressure, at most %g%% of RAM; min as the host had it.'
-                           % (plain['flows'], plain['buffer_bytes'], plain['needed_pages'], plain['page_size'],
-                              plain['memory_share'] * 100)})
-        self.result['memory'] = dict(plain, fit_tcp_mem=fit, proposed_tcp_mem=proposed,
-                                     tcp_mem_capped=fitted['tcp_mem_capped'])
-        return plain, fitted
-
-    def memory_warnings(self, guard):
-        """Show the guard's warnings: those of the fit when net.ipv4.tcp_mem was set (or nothing needed setting),
-        else those against the live value (fit_tcp_mem off, or the key skipped in a container)."""
-        if not guard:
-            return
-        plain, fitted = guard
-        info = self.result['settings'].get(TCP_MEM_KEY)
-        applied = self.result['memory']['fit_tcp_mem'] and fitted['proposed_tcp_mem'] and (
-            info is None or info['status'] != 'skipped')
-        warnings = (fitted if applied else plain)['warnings']
-        memory = self.result['memory']
-        memory['warnings'] = warnings
-        outcome = ['does not fit: see the warnings' if warnings else 'fits']
-        if applied and info is not None and info['wanted'] != info['before']:
-            outcome.insert(0, '%s %s -> %s' % (TCP_MEM_KEY, info['before'], info['wanted']))
-        memory['summary'] = '; '.join([plain['summary']] + outcome)
-        for warning in warnings:
-            self.module.warn(warning)

@@ -293,7 +293,9 @@ def port_free(port, bind=None):
     return bind_error(port, bind) is None
 
 
-class Server(object):
+class ServerBase(object):
+    """The server's files (pid and log under the pid directory), iperf3, and stopping it (state=absent)."""
+
     def __init__(self, module):
         self.module = module
         self.params = module.params
@@ -396,6 +398,10 @@ class Server(object):
             self.result['msg'] = 'No iperf3 server of this module was running%s.' % (
                 '; leftover files %s' % ('would be removed' if self.module.check_mode else 'were removed')
                 if removed else '')
+
+
+class Server(ServerBase):
+    """Starting the server (state=present) and the module's call."""
 
     # ------------------------------------------------------------ start
     def choose_port(self):

@@ -369,200 +369,10 @@ def _ms(value):
     return ('%.3f' % float(value)).rstrip('0').rstrip('.')
 
 
-class Verify(object):
-    def __init__(self, module):
-        self.module = module
-        self.params = module.params
-        self.server = self.params['server']
-        self.host = platform.node() or 'this host'
-        self.result = {'changed': False, 'measured': False, 'passed': None, 'ceiling_bps': None, 'limit': None,
-                       'limits': [], 'expectation_bps': None, 'expectation': 'none', 'command': [],
-                       'fraction': None, 'diagnosis': [], 'attempts': 0}
-        self.result.update((key, None) for key in FIGURES)
+class Verdict(object):
+    """The verdict of a measurement: what limited it (diagnose, window_message) and pass or fail (judge).
+    A mixin of Verify, whose parameters, plan and result it reads."""
 
-    def fail(self, msg, **extra):
-        self.result.update(extra)
-        self.module.fail_json(msg=msg, **self.result)
-
-    # ------------------------------------------------------------ inputs
-    def validate(self):
-        p = self.params
-        checks = (('port', 1 <= p['port'] <= 65535, 'a TCP port from 1 to 65535'),
-                  ('duration', 1 <= p['duration'] <= 86400, 'seconds from 1 to 86400'),
-                  ('omit', 0 <= p['omit'] <= 600, 'seconds from 0 to 600'),
-                  ('parallel', 1 <= p['parallel'] <= 128, 'streams from 1 to 128'),
-                  ('min_fraction', 0 < p['min_fraction'] <= 1, 'a fraction above 0 and at most 1, e.g. 0.7'),
-                  ('retries', 0 <= p['retries'] <= 100, 'a count from 0 to 100'),
-                  ('retry_delay', 0 <= p['retry_delay'] <= 3600, 'seconds from 0 to 3600'),
-                  ('connect_timeout', 0 < p['connect_timeout'] <= 600, 'seconds above 0, at most 600'))
-        for name, good, accepted in checks:
-            if not good:
-                self.fail('%s: %r is out of range; expected %s.' % (name, p[name], accepted))
-        if p['timeout'] is not None and p['timeout'] < 1:
-            self.fail('timeout: %r is out of range; expected seconds, at least duration + omit + 5.' % p['timeout'])
-        if not self.server.strip():
-            self.fail('server: give the address or name of the host running the iperf3 server.')
-        try:
-            self.rate = bdp.parse_rate(p['rate'], 'rate') if p['rate'] not in (None, '') else None
-            self.rtt = bdp.parse_rtt(p['rtt'], 'rtt') if p['rtt'] not in (None, '') else None
-            self.expected = (bdp.parse_rate(p['expected_bps'], 'expected_bps')
-                             if p['expected_bps'] not in (None, '') else None)
-            self.window = throughput.parse_size(p['window'], 'window') if p['window'] not in (None, '') else None
-            self.peer_rmem = (throughput.buffer_max(p['peer_rmem_max'], 'peer_rmem_max')
-                              if p['peer_rmem_max'] not in (None, '') else None)
-            self.peer_wmem = (throughput.buffer_max(p['peer_wmem_max'], 'peer_wmem_max')
-                              if p['peer_wmem_max'] not in (None, '') else None)
-        except bdp.UnitError as exc:
-            self.fail(str(exc))
-
-    @staticmethod
-    def local_max(key, field=-1):
-        try:
-            value = sysctl.read_live(key)
-        except (IOError, OSError):
-            return None
-        fields = (value or '').split()
-        return int(fields[field]) if fields and fields[field].isdigit() else None
-
-    def windows(self):
-        """The buffers that bound the window of each stream, per side."""
-        reverse, found = self.params['reverse'], []
-        send_host, recv_host = (self.server, self.host) if reverse else (self.host, self.server)
-        if self.window is not None:
-            # SO_SNDBUF / SO_RCVBUF: the kernel caps the request at net.core.[wr]mem_max and doubles it.
-            size = self.window
-            for side, key, factor, host in (('send', 'net.core.wmem_max', throughput.SEND_WINDOW_FACTOR, send_host),
-                                            ('receive', 'net.core.rmem_max', throughput.RECEIVE_WINDOW_FACTOR,
-                                             recv_host)):
-                local = (side == 'receive') == reverse
-                cap = self.local_max(key) if local else None
-                if cap is not None and cap < size:
-                    name = '%s window (%s %s caps the window option)' % (side, 'local', key)
-                    found.append(throughput.window_limit(name, 2 * cap, factor, '/proc/sys/' + key.replace('.', '/'),
-                                                         host))
-                else:
-                    found.append(throughput.window_limit('%s window (window option -w %d)' % (side, size), 2 * size,
-                                                         factor, 'window', host))
-            return found
-        if not reverse:
-            wmem = self.local_max('net.ipv4.tcp_wmem')
-            if wmem:
-                found.append(throughput.window_limit('send window (local net.ipv4.tcp_wmem max)', wmem,
-                                                     throughput.SEND_WINDOW_FACTOR, '/proc/sys/net/ipv4/tcp_wmem',
-                                                     self.host))
-            if self.peer_rmem:
-                found.append(throughput.window_limit('receive window (peer net.ipv4.tcp_rmem max)', self.peer_rmem,
-                                                     throughput.RECEIVE_WINDOW_FACTOR, 'peer_rmem_max', self.server))
-        else:
-            rmem = self.local_max('net.ipv4.tcp_rmem')
-            if rmem:
-                found.append(throughput.window_limit('receive window (local net.ipv4.tcp_rmem max)', rmem,
-                                                     throughput.RECEIVE_WINDOW_FACTOR, '/proc/sys/net/ipv4/tcp_rmem',
-                                                     self.host))
-            if self.peer_wmem:
-                found.append(throughput.window_limit('send window (peer net.ipv4.tcp_wmem max)', self.peer_wmem,
-                                                     throughput.SEND_WINDOW_FACTOR, 'peer_wmem_max', self.server))
-        return found
-
-    def plan(self):
-        ceiling = throughput.ceiling(self.rate, self.rtt, self.windows(), self.params['parallel'])
-        self.result.update(ceiling_bps=ceiling['ceiling_bps'], limit=ceiling['limit'], limits=ceiling['limits'])
-        if self.expected is not None:
-            self.result.update(expectation_bps=self.expected, expectation='expected_bps')
-        elif ceiling['ceiling_bps'] is not None:
-            self.result.update(expectation_bps=ceiling['ceiling_bps'], expectation='ceiling')
-
-    # ------------------------------------------------------------ iperf3
-    def version(self, path):
-        version = iperf3.binary_version(self.module, path, self.fail)
-        self.result['iperf3_version'] = iperf3.version_string(version)
-        return version
-
-    def command(self, path, version):
-        p = self.params
-        argv = [path, '-c', self.server, '-p', str(p['port']), '-t', str(p['duration']), '-O', str(p['omit']),
-                '-P', str(p['parallel']), '-J', '--get-server-output']
-        if p['reverse']:
-            argv.append('-R')
-        if p['congestion']:
-            argv += ['-C', p['congestion']]
-        if self.window is not None:
-            argv += ['-w', str(self.window)]
-        if version is None or version[:2] >= iperf3.CONNECT_TIMEOUT_VERSION:
-            argv += ['--connect-timeout', str(int(p['connect_timeout'] * 1000))]
-        return argv
-
-    def timeout(self):
-        p = self.params
-        if p['timeout'] is not None:
-            return p['timeout']
-        return int(p['duration'] + p['omit'] + p['connect_timeout'] + 30)
-
-    def error_message(self, kind, error):
-        server, port = self.server, self.params['port']
-        if kind == iperf3.REFUSED:
-            return ('Nothing listens on %s port %d (%s). Is the iperf3 server running? Start one for this test with '
-                    'bdp.wan_tune.iperf3_server and delegate_to: %s (it serves one test, then exits), and pass the '
-                    'port it returns.' % (server, port, error, server))
-        if kind == iperf3.UNREACHABLE:
-            return ('Cannot reach %s port %d (%s). Check that %s is up and routed from this host, that a firewall '
-                    'lets TCP port %d through, and that the iperf3 server is running (bdp.wan_tune.iperf3_server with '
-                    'delegate_to: %s).' % (server, port, error, server, port, server))
-        if kind == iperf3.RESOLVE:
-            return ('Cannot resolve %s (%s); give its address, or a name this host resolves.' % (server, error))
-        if kind == iperf3.CONGESTION:
-            return ('iperf3 could not use congestion control %r (%s). Make it available on this host and on %s with '
-                    'bdp.wan_tune.tcp_congestion (algorithm: %s), or leave congestion unset to use the default.'
-                    % (self.params['congestion'], error, server, self.params['congestion']))
-        return 'iperf3 to %s port %d failed: %s' % (server, port, error)
-
-    def run(self, path, version):
-        argv = self.command(path, version)
-        self.result['command'] = argv
-        wrapper = self.module.get_bin_path('timeout')
-        limit = self.timeout()
-        full = [wrapper, '-k', '5', str(limit)] + argv if wrapper else argv
-        if not wrapper:
-            self.module.warn('timeout (coreutils) is not installed; the iperf3 run is not bounded by timeout=%d.'
-                             % limit)
-        attempts, waited = 0, 0.0
-        while True:
-            attempts += 1
-            self.result['attempts'] = attempts
-            rc, out, err = self.module.run_command(full, environ_update={'LC_ALL': 'C', 'LANG': 'C'})
-            if wrapper and rc in TIMEOUT_RCS:
-                self.fail('iperf3 to %s port %d did not finish within %d s and was stopped. The peer may have stopped '
-                          'answering mid-test, or a firewall passes the control connection but not the data '
-                          'connections (TCP port %d); check the path, or raise timeout if the test is meant to run '
-                          'longer.' % (self.server, self.params['port'], limit, self.params['port']),
-                          rc=rc, stderr=err)
-            try:
-                doc = iperf3.parse_output(out)
-            except iperf3.OutputError as exc:
-                text = ' '.join((err or '').split())[:300]
-                kind = iperf3.classify_error(text)
-                if text and kind != iperf3.OTHER:
-                    doc = {'error': text}
-                else:
-                    self.fail('%s%s (exit code %d).' % (exc, '; stderr: %s' % text if text else '', rc),
-                              rc=rc, stdout=out, stderr=err)
-            error = doc.get('error')
-            if not error:
-                return doc
-            kind = iperf3.classify_error(error)
-            if kind == iperf3.BUSY and attempts <= self.params['retries']:
-                delay = self.params['retry_delay'] * 2 ** (attempts - 1) * random.uniform(0.5, 1.5)
-                waited += delay
-                time.sleep(delay)
-                continue
-            if kind == iperf3.BUSY:
-                self.fail('The iperf3 server on %s port %d was busy with another test in all %d attempts (waited '
-                          '%.0f s between them). Run the tests one after another (serial: 1 or throttle: 1), or give '
-                          'each client its own server (bdp.wan_tune.iperf3_server with port: 0 picks a free port).'
-                          % (self.server, self.params['port'], attempts, waited), error=error)
-            self.fail(self.error_message(kind, error), error=error, error_kind=kind)
-
-    # ------------------------------------------------------------ verdict
     def diagnose(self, fig):
         """Likely limits, most likely first, each a message that says what to do."""
         found = []
@@ -701,6 +511,206 @@ class Verify(object):
         also = '' if len(diagnosis) == 1 else ' Also seen: %s' % ' | '.join(diagnosis[1:])
         self.fail('%s - below min_fraction %s. Likely limit: %s%s'
                   % (summary, self.params['min_fraction'], diagnosis[0], also))
+
+
+class Iperf3Run(object):
+    """iperf3 itself: its version, the command line, the time limit, and the run with its error messages.
+    A mixin of Verify, whose parameters and plan it reads."""
+
+    def version(self, path):
+        version = iperf3.binary_version(self.module, path, self.fail)
+        self.result['iperf3_version'] = iperf3.version_string(version)
+        return version
+
+    def command(self, path, version):
+        p = self.params
+        argv = [path, '-c', self.server, '-p', str(p['port']), '-t', str(p['duration']), '-O', str(p['omit']),
+                '-P', str(p['parallel']), '-J', '--get-server-output']
+        if p['reverse']:
+            argv.append('-R')
+        if p['congestion']:
+            argv += ['-C', p['congestion']]
+        if self.window is not None:
+            argv += ['-w', str(self.window)]
+        if version is None or version[:2] >= iperf3.CONNECT_TIMEOUT_VERSION:
+            argv += ['--connect-timeout', str(int(p['connect_timeout'] * 1000))]
+        return argv
+
+    def timeout(self):
+        p = self.params
+        if p['timeout'] is not None:
+            return p['timeout']
+        return int(p['duration'] + p['omit'] + p['connect_timeout'] + 30)
+
+    def error_message(self, kind, error):
+        server, port = self.server, self.params['port']
+        if kind == iperf3.REFUSED:
+            return ('Nothing listens on %s port %d (%s). Is the iperf3 server running? Start one for this test with '
+                    'bdp.wan_tune.iperf3_server and delegate_to: %s (it serves one test, then exits), and pass the '
+                    'port it returns.' % (server, port, error, server))
+        if kind == iperf3.UNREACHABLE:
+            return ('Cannot reach %s port %d (%s). Check that %s is up and routed from this host, that a firewall '
+                    'lets TCP port %d through, and that the iperf3 server is running (bdp.wan_tune.iperf3_server with '
+                    'delegate_to: %s).' % (server, port, error, server, port, server))
+        if kind == iperf3.RESOLVE:
+            return ('Cannot resolve %s (%s); give its address, or a name this host resolves.' % (server, error))
+        if kind == iperf3.CONGESTION:
+            return ('iperf3 could not use congestion control %r (%s). Make it available on this host and on %s with '
+                    'bdp.wan_tune.tcp_congestion (algorithm: %s), or leave congestion unset to use the default.'
+                    % (self.params['congestion'], error, server, self.params['congestion']))
+        return 'iperf3 to %s port %d failed: %s' % (server, port, error)
+
+    def run(self, path, version):
+        argv = self.command(path, version)
+        self.result['command'] = argv
+        wrapper = self.module.get_bin_path('timeout')
+        limit = self.timeout()
+        full = [wrapper, '-k', '5', str(limit)] + argv if wrapper else argv
+        if not wrapper:
+            self.module.warn('timeout (coreutils) is not installed; the iperf3 run is not bounded by timeout=%d.'
+                             % limit)
+        attempts, waited = 0, 0.0
+        while True:
+            attempts += 1
+            self.result['attempts'] = attempts
+            rc, out, err = self.module.run_command(full, environ_update={'LC_ALL': 'C', 'LANG': 'C'})
+            if wrapper and rc in TIMEOUT_RCS:
+                self.fail('iperf3 to %s port %d did not finish within %d s and was stopped. The peer may have stopped '
+                          'answering mid-test, or a firewall passes the control connection but not the data '
+                          'connections (TCP port %d); check the path, or raise timeout if the test is meant to run '
+                          'longer.' % (self.server, self.params['port'], limit, self.params['port']),
+                          rc=rc, stderr=err)
+            try:
+                doc = iperf3.parse_output(out)
+            except iperf3.OutputError as exc:
+                text = ' '.join((err or '').split())[:300]
+                kind = iperf3.classify_error(text)
+                if text and kind != iperf3.OTHER:
+                    doc = {'error': text}
+                else:
+                    self.fail('%s%s (exit code %d).' % (exc, '; stderr: %s' % text if text else '', rc),
+                              rc=rc, stdout=out, stderr=err)
+            error = doc.get('error')
+            if not error:
+                return doc
+            kind = iperf3.classify_error(error)
+            if kind == iperf3.BUSY and attempts <= self.params['retries']:
+                delay = self.params['retry_delay'] * 2 ** (attempts - 1) * random.uniform(0.5, 1.5)
+                waited += delay
+                time.sleep(delay)
+                continue
+            if kind == iperf3.BUSY:
+                self.fail('The iperf3 server on %s port %d was busy with another test in all %d attempts (waited '
+                          '%.0f s between them). Run the tests one after another (serial: 1 or throttle: 1), or give '
+                          'each client its own server (bdp.wan_tune.iperf3_server with port: 0 picks a free port).'
+                          % (self.server, self.params['port'], attempts, waited), error=error)
+            self.fail(self.error_message(kind, error), error=error, error_kind=kind)
+
+
+class Verify(Verdict, Iperf3Run):
+    """One call of the module: the inputs and the windows; iperf3 is Iperf3Run's, the verdict Verdict's."""
+
+    def __init__(self, module):
+        self.module = module
+        self.params = module.params
+        self.server = self.params['server']
+        self.host = platform.node() or 'this host'
+        self.result = {'changed': False, 'measured': False, 'passed': None, 'ceiling_bps': None, 'limit': None,
+                       'limits': [], 'expectation_bps': None, 'expectation': 'none', 'command': [],
+                       'fraction': None, 'diagnosis': [], 'attempts': 0}
+        self.result.update((key, None) for key in FIGURES)
+
+    def fail(self, msg, **extra):
+        self.result.update(extra)
+        self.module.fail_json(msg=msg, **self.result)
+
+    # ------------------------------------------------------------ inputs
+    def validate(self):
+        p = self.params
+        checks = (('port', 1 <= p['port'] <= 65535, 'a TCP port from 1 to 65535'),
+                  ('duration', 1 <= p['duration'] <= 86400, 'seconds from 1 to 86400'),
+                  ('omit', 0 <= p['omit'] <= 600, 'seconds from 0 to 600'),
+                  ('parallel', 1 <= p['parallel'] <= 128, 'streams from 1 to 128'),
+                  ('min_fraction', 0 < p['min_fraction'] <= 1, 'a fraction above 0 and at most 1, e.g. 0.7'),
+                  ('retries', 0 <= p['retries'] <= 100, 'a count from 0 to 100'),
+                  ('retry_delay', 0 <= p['retry_delay'] <= 3600, 'seconds from 0 to 3600'),
+                  ('connect_timeout', 0 < p['connect_timeout'] <= 600, 'seconds above 0, at most 600'))
+        for name, good, accepted in checks:
+            if not good:
+                self.fail('%s: %r is out of range; expected %s.' % (name, p[name], accepted))
+        if p['timeout'] is not None and p['timeout'] < 1:
+            self.fail('timeout: %r is out of range; expected seconds, at least duration + omit + 5.' % p['timeout'])
+        if not self.server.strip():
+            self.fail('server: give the address or name of the host running the iperf3 server.')
+        try:
+            self.rate = bdp.parse_rate(p['rate'], 'rate') if p['rate'] not in (None, '') else None
+            self.rtt = bdp.parse_rtt(p['rtt'], 'rtt') if p['rtt'] not in (None, '') else None
+            self.expected = (bdp.parse_rate(p['expected_bps'], 'expected_bps')
+                             if p['expected_bps'] not in (None, '') else None)
+            self.window = throughput.parse_size(p['window'], 'window') if p['window'] not in (None, '') else None
+            self.peer_rmem = (throughput.buffer_max(p['peer_rmem_max'], 'peer_rmem_max')
+                              if p['peer_rmem_max'] not in (None, '') else None)
+            self.peer_wmem = (throughput.buffer_max(p['peer_wmem_max'], 'peer_wmem_max')
+                              if p['peer_wmem_max'] not in (None, '') else None)
+        except bdp.UnitError as exc:
+            self.fail(str(exc))
+
+    @staticmethod
+    def local_max(key, field=-1):
+        try:
+            value = sysctl.read_live(key)
+        except (IOError, OSError):
+            return None
+        fields = (value or '').split()
+        return int(fields[field]) if fields and fields[field].isdigit() else None
+
+    def windows(self):
+        """The buffers that bound the window of each stream, per side."""
+        reverse, found = self.params['reverse'], []
+        send_host, recv_host = (self.server, self.host) if reverse else (self.host, self.server)
+        if self.window is not None:
+            # SO_SNDBUF / SO_RCVBUF: the kernel caps the request at net.core.[wr]mem_max and doubles it.
+            size = self.window
+            for side, key, factor, host in (('send', 'net.core.wmem_max', throughput.SEND_WINDOW_FACTOR, send_host),
+                                            ('receive', 'net.core.rmem_max', throughput.RECEIVE_WINDOW_FACTOR,
+                                             recv_host)):
+                local = (side == 'receive') == reverse
+                cap = self.local_max(key) if local else None
+                if cap is not None and cap < size:
+                    name = '%s window (%s %s caps the window option)' % (side, 'local', key)
+                    found.append(throughput.window_limit(name, 2 * cap, factor, '/proc/sys/' + key.replace('.', '/'),
+                                                         host))
+                else:
+                    found.append(throughput.window_limit('%s window (window option -w %d)' % (side, size), 2 * size,
+                                                         factor, 'window', host))
+            return found
+        if not reverse:
+            wmem = self.local_max('net.ipv4.tcp_wmem')
+            if wmem:
+                found.append(throughput.window_limit('send window (local net.ipv4.tcp_wmem max)', wmem,
+                                                     throughput.SEND_WINDOW_FACTOR, '/proc/sys/net/ipv4/tcp_wmem',
+                                                     self.host))
+            if self.peer_rmem:
+                found.append(throughput.window_limit('receive window (peer net.ipv4.tcp_rmem max)', self.peer_rmem,
+                                                     throughput.RECEIVE_WINDOW_FACTOR, 'peer_rmem_max', self.server))
+        else:
+            rmem = self.local_max('net.ipv4.tcp_rmem')
+            if rmem:
+                found.append(throughput.window_limit('receive window (local net.ipv4.tcp_rmem max)', rmem,
+                                                     throughput.RECEIVE_WINDOW_FACTOR, '/proc/sys/net/ipv4/tcp_rmem',
+                                                     self.host))
+            if self.peer_wmem:
+                found.append(throughput.window_limit('send window (peer net.ipv4.tcp_wmem max)', self.peer_wmem,
+                                                     throughput.SEND_WINDOW_FACTOR, 'peer_wmem_max', self.server))
+        return found
+
+    def plan(self):
+        ceiling = throughput.ceiling(self.rate, self.rtt, self.windows(), self.params['parallel'])
+        self.result.update(ceiling_bps=ceiling['ceiling_bps'], limit=ceiling['limit'], limits=ceiling['limits'])
+        if self.expected is not None:
+            self.result.update(expectation_bps=self.expected, expectation='expected_bps')
+        elif ceiling['ceiling_bps'] is not None:
+            self.result.update(expectation_bps=ceiling['ceiling_bps'], expectation='ceiling')
 
     def main(self):
         self.validate()

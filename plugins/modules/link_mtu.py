@@ -255,7 +255,6 @@ check_mode:
   type: bool
 """
 
-import os
 import random
 import time
 
@@ -266,6 +265,7 @@ from ansible_collections.bdp.wan_tune.plugins.module_utils import mtuplan
 from ansible_collections.bdp.wan_tune.plugins.module_utils import mtuproof
 from ansible_collections.bdp.wan_tune.plugins.module_utils import mtutimer
 from ansible_collections.bdp.wan_tune.plugins.module_utils import sysctl
+from ansible_collections.bdp.wan_tune.plugins.module_utils.record import Record
 
 STATE_FILE = 'jumbo_mtu.json'
 
@@ -282,7 +282,7 @@ class LinkMtu(object):
         self.module = module
         self.p = module.params
         self.ip = module.get_bin_path('ip', required=True)
-        self.state_path = os.path.join(self.p['state_dir'], STATE_FILE)
+        self.record = Record(module, self.p['state_dir'], STATE_FILE)
         self.result = {'changed': False, 'summary': '', 'check_mode': module.check_mode}
         self.timer = mtutimer.CommitTimer(module, self.p['state_dir'], self.set_mtu)
         self.listener = mtuproof.Listener(self.p['proof_port'], self.p['confirm_timeout'] + 60)
@@ -312,13 +312,17 @@ class LinkMtu(object):
         self.run_ip(['link', 'set', 'dev', name, 'mtu', str(mtu)])
 
     def load_state(self):
-        return files.load_record(self.state_path)
+        """The record as on disk now (lm.record): the originals under "original", and the pending change, what was
+        committed, the order of the changes and the history beside them."""
+        self.record = Record(self.module, self.p['state_dir'], STATE_FILE)
+        return self.record.data
 
     def save_state(self, state):
-        files.save_record(self.module, self.state_path, state)
+        self.record.data = state
+        self.record.save()
 
     def drop_state(self):
-        files.save_record(self.module, self.state_path, {})
+        self.record.drop()
 
     def start_listener(self, peers):
         self.result['listener'] = self.listener.start(peers)
@@ -451,10 +455,9 @@ def apply(lm, state, change, peers, links):
     commit['follows'] = dict((name, entry['before']) for name, entry in change['entries'].items()
                              if entry['status'] == 'follows')
     commit['peers'] = [peer['peer'] for peer in peers]
-    originals = state.setdefault('original', {})
     for name, entry in change['entries'].items():
         if entry['status'] in ('change', 'follows'):
-            originals.setdefault(name, entry['before'])
+            lm.record.remember(name, entry['before'])
     state['pending'] = commit
     lm.save_state(state)
     lm.result['commit'] = mtutimer.public(commit, 'pending')
@@ -657,7 +660,7 @@ def absent(lm):
     if state.get('pending'):
         reverted(lm)
         state = lm.load_state()
-    originals = state.get('original', {})
+    originals = lm.record.originals()
     committed = state.get('committed', {})
     links = lm.links()
     order = [name for name in reversed(state.get('order', [])) if name in originals]

@@ -206,6 +206,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bdp.wan_tune.plugins.module_utils import files, qdisc, sysctl
 from ansible_collections.bdp.wan_tune.plugins.module_utils.dropin import CC_KEY, DropIn
 from ansible_collections.bdp.wan_tune.plugins.module_utils.kmod import Kernel, congestion_control_name
+from ansible_collections.bdp.wan_tune.plugins.module_utils.record import Record
 
 
 def default_route_interfaces():
@@ -319,7 +320,8 @@ def qdisc_trees(module, tc):
 
 
 def qdisc_record(module):
-    return os.path.join(module.params['state_dir'], 'qdisc.json')
+    """What each interface had before fq: <state_dir>/qdisc.json, {interface: qdisc} at the top level."""
+    return Record(module, module.params['state_dir'], 'qdisc.json', section=None)
 
 
 def _tc(module, names, result):
@@ -388,7 +390,7 @@ def set_qdiscs(module, result):
                              'the list empty for the default-route interfaces.'
                              % (', '.join(missing), ', '.join(sorted(os.listdir('/sys/class/net')))), **result)
     tc = _tc(module, names, result)
-    record = files.load_record(qdisc_record(module))
+    record = qdisc_record(module)
     found = qdisc_trees(module, tc) if names else {}
     for name in queued(module, names, found):
         before = found.get(name) or qdisc.Tree(name, [])
@@ -401,9 +403,9 @@ def set_qdiscs(module, result):
                         % (name, before.kind, before.root['handle']))
             result['interfaces'][name] = {'before': before.describe(), 'after': before.describe()}
             continue
-        record.setdefault(name, before.describe())
+        record.remember(name, before.describe())
         if not module.check_mode:
-            files.save_record(module, qdisc_record(module), record)
+            record.save()
         after = 'mq/fq' if before.multiqueue else 'fq'
         error = _change_qdisc(module, result, name, before.describe(), after, before.set_commands(tc, 'fq'))
         if error:
@@ -426,7 +428,8 @@ def remove_qdiscs(module, result):
 
     Runs after the bbr role restored net.core.default_qdisc. Goes through every interface, even after a failure,
     and keeps the record of those that failed so that a retry still knows them."""
-    record = files.load_record(qdisc_record(module))
+    kept = qdisc_record(module)
+    record = kept.originals()
     default_qdisc = sysctl.read_live('net.core.default_qdisc')
     present = set(os.listdir('/sys/class/net')) if os.path.isdir('/sys/class/net') else set()
     recorded = sorted(name for name in record if name in present)
@@ -450,7 +453,8 @@ def remove_qdiscs(module, result):
     if record and record != keep:
         result['changed'] = True
         if not module.check_mode:
-            files.save_record(module, qdisc_record(module), keep)
+            kept.reset(keep)
+            kept.save()
     return errors
 
 

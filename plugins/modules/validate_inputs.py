@@ -66,6 +66,16 @@ options:
         says that nothing will be tuned when it is 0 (C(ansible-playbook) without C(-i) runs against no host and
         exits 0).
     type: int
+  role:
+    description:
+      - Check only the ranges of this role's numbers, as the role asks before it runs (the ranges are defined once,
+        here). For V(verify), C(verify_streams), C(verify_duration), C(verify_omit), C(verify_min_fraction) and
+        C(verify_report_html_runs).
+      - The problems are returned in RV(problems), in the words of the role's other checks (the variable, its value,
+        V(is out of range) and what is expected), and do not fail the task; the role reports them with its other
+        checks.
+    type: str
+    choices: [verify]
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.conn
@@ -123,6 +133,20 @@ EXAMPLES = r"""
       bdp.wan_tune.validate_inputs:
         hosts_pattern: "{{ wan_tune_hosts | default('all') }}"
         hosts_matched: "{{ query('ansible.builtin.inventory_hostnames', wan_tune_hosts | default('all')) | length }}"
+
+- name: The ranges of the verify role's numbers, as the role checks them before it tests
+  hosts: transfer_nodes
+  gather_facts: false
+  tasks:
+    - name: Check the ranges on the controller (the problems are returned, the task does not fail)
+      bdp.wan_tune.validate_inputs:
+        role: verify
+      register: ranges
+
+    - name: Stop on a number out of range
+      ansible.builtin.assert:
+        that: ranges.problems | length == 0
+        fail_msg: "{{ ranges.problems | join(' | ') }}"
 """
 
 RETURN = r"""
@@ -135,4 +159,11 @@ msg:
     - bbr_qdisc: 'fq_codel' is not one of the choices; expected one of fq, none.
     - tcp_buffers_memory_share: '25%' is not usable; expected a share of RAM above 0 and at most 1, e.g. 0.25.
     Nothing was changed on any host.
+problems:
+  description: With O(role), the role's numbers that are out of range, one message each (empty when all are in range).
+  returned: when O(role) is given
+  type: list
+  elements: str
+  sample:
+    - "verify_streams: 0 is out of range; expected a whole number of streams from 1 to 128."
 """

@@ -787,3 +787,41 @@ def test_the_canary_verification_inputs_are_checked_before_any_change(variables,
 def test_verify_rate_and_rtt_from_rate_and_rtt_are_reported_once():
     assert only(check(rate='fast')).startswith('tcp_buffers_rate (-e rate=...)')
     assert check(verify_rtt='auto', verify_min_fraction='0.5', verify_peer_addresses={'b': '198.18.0.2'}) == []
+
+
+# ----------------------------------------------------------------------------- role: verify (roles/verify/tasks/plan.yml)
+
+@pytest.mark.parametrize('variables, problem', [
+    ({'verify_streams': '0'}, 'verify_streams: 0 is out of range; expected a whole number of streams from 1 to 128.'),
+    ({'verify_streams': 129}, 'verify_streams: 129 is out of range; expected a whole number of streams from 1 to 128.'),
+    ({'verify_streams': '-1'}, 'verify_streams: -1 is out of range; expected a whole number of streams from 1 to 128.'),
+    ({'verify_duration': 0}, 'verify_duration: 0 is out of range; expected a whole number of seconds from 1 to 3600.'),
+    ({'verify_omit': '601'}, 'verify_omit: 601 is out of range; expected a whole number of seconds from 0 to 600.'),
+    ({'verify_min_fraction': '1.5'},
+     'verify_min_fraction: 1.5 is out of range; expected a fraction above 0 and at most 1, such as 0.7.'),
+    ({'verify_min_fraction': 0}, 'verify_min_fraction: 0 is out of range; expected a fraction above 0 and at most 1, such as 0.7.'),
+    ({'verify_report_html_runs': 0},
+     'verify_report_html_runs: 0 is out of range; expected a whole number of runs, 1 or more.'),
+    ({'verify_streams': 'ten'}, "verify_streams: 'ten' is not usable; expected a whole number of streams from 1 to 128"),
+])
+def test_the_verify_role_ranges_are_the_ones_of_the_playbook_check(variables, problem):
+    # the same value through check_host is refused too: one definition of each range
+    assert len(check(**variables)) == 1
+    problems = vi.range_problems('verify', variables)
+    assert len(problems) == 1 and problems[0].startswith(problem)
+
+
+def test_the_verify_role_ranges_pass_the_defaults():
+    assert vi.range_problems('verify', {'verify_streams': 1, 'verify_duration': 10, 'verify_omit': 3,
+                                        'verify_min_fraction': 0.7, 'verify_report_html_runs': 20}) == []
+    assert vi.range_problems('verify', {'verify_streams': '128', 'verify_omit': '0', 'verify_min_fraction': '1'}) == []
+
+
+def test_action_with_role_reports_without_failing_and_reads_only_that_role():
+    result = run_action({'inventory_hostname': 'a', 'verify_streams': '0', 'verify_omit': 3,
+                         'tcp_buffers_flows': 'four', 'rate': 'fast'}, args={'role': 'verify'})
+    assert result.get('failed') is not True and result['changed'] is False
+    assert result['problems'] == ['verify_streams: 0 is out of range; expected a whole number of streams from 1 to 128.']
+    assert result['msg'] == result['problems'][0]
+    result = run_action({'inventory_hostname': 'a'}, args={'role': 'verify'})
+    assert result['problems'] == [] and result['msg'] == 'The numbers of role verify are in range.'
