@@ -154,7 +154,9 @@ def timed_playbook(label, inv, forks, env, expect_changed=None):
     proc, elapsed = run(['ansible-playbook', PLAYBOOK, '-i', inv, '-f', str(forks)] + EXTRA, env)
     hosts = recap(proc.stdout)
     if proc.returncode != 0 or any(item['failed'] or item['unreachable'] for item in hosts.values()):
-        raise RuntimeError('%s failed (rc %d):\n%s%s' % (label, proc.returncode, proc.stdout[-6000:], proc.stderr[-3000:]))
+        fatal = '\n'.join(line for line in proc.stdout.splitlines() if line.startswith(('fatal:', 'failed:')))
+        raise RuntimeError('%s failed (rc %d):\n%s%s\nthe failures:\n%s'
+                           % (label, proc.returncode, proc.stdout[-6000:], proc.stderr[-3000:], fatal[:20000]))
     if expect_changed is not None:
         wrong = dict((host, item['changed']) for host, item in hosts.items() if item['changed'] != expect_changed)
         if wrong:
