@@ -95,7 +95,7 @@ options:
     description:
       - With O(state=present), first run a M(bdp.wan_tune.tcp_congestion) request with O(bdp.wan_tune.tcp_congestion#module:state=available)
         in the same execution, with its engine (C(plugins/module_utils/congestion.py), one implementation for both
-        modules): the kernel (modules, fq on the interfaces), the default congestion control and qdisc in its own
+        modules) - the kernel (modules, fq on the interfaces), the default congestion control and qdisc in its own
         drop-in file O(congestion.sysctl_file), and the live-socket check with O(congestion.verify). Then this
         module's own file is written. Check mode, diff and the rollback of each file on failure are those of the two
         modules run one after the other.
