@@ -99,7 +99,7 @@ options:
         drop-in file O(congestion.sysctl_file), and the live-socket check with O(congestion.verify). Then this
         module's own file is written. Check mode, diff and the rollback of each file on failure are those of the two
         modules run one after the other.
-      - Its result is RV(congestion); RV(changed) and the diff include it. When the request fails, this module's
+      - Its result is RV(congestion); C(changed) and the diff include it. When the request fails, this module's
         own file is left alone and the failure's details are in RV(congestion).
       - So P(bdp.wan_tune.bbr#role) and P(bdp.wan_tune.tcp_buffers#role) make one module execution per host
         together in C(playbooks/wan_tune.yml) (docs/fleet.md). O(state_dir) is the request's too.
