@@ -91,6 +91,54 @@ options:
     description: Where the values from before the first change are recorded, one JSON file per drop-in file.
     type: path
     default: /var/lib/bdp_wan_tune
+  congestion:
+    description:
+      - With O(state=present), first run a M(bdp.wan_tune.tcp_congestion) request with O(bdp.wan_tune.tcp_congestion#module:state=available)
+        in the same execution, with its engine (C(plugins/module_utils/congestion.py), one implementation for both
+        modules) - the kernel (modules, fq on the interfaces), the default congestion control and qdisc in its own
+        drop-in file O(congestion.sysctl_file), and the live-socket check with O(congestion.verify). Then this
+        module's own file is written. Check mode, diff and the rollback of each file on failure are those of the two
+        modules run one after the other.
+      - Its result is RV(congestion); C(changed) and the diff include it. When the request fails, this module's
+        own file is left alone and the failure's details are in RV(congestion).
+      - So P(bdp.wan_tune.bbr#role) and P(bdp.wan_tune.tcp_buffers#role) make one module execution per host
+        together in C(playbooks/wan_tune.yml) (docs/fleet.md). O(state_dir) is the request's too.
+      - The suboptions are those of M(bdp.wan_tune.tcp_congestion), with the same defaults.
+    type: dict
+    suboptions:
+      algorithm:
+        description: The congestion control, as the kernel names it.
+        type: str
+        default: bbr
+      qdisc:
+        description: The queueing discipline to make available and put on O(congestion.interfaces); V(none) leaves qdiscs alone.
+        type: str
+        choices: [fq, none]
+        default: fq
+      interfaces:
+        description: Interfaces that get O(congestion.qdisc) now; empty means the interfaces of the default routes.
+        type: list
+        elements: str
+        default: []
+      modules_load_file:
+        description: File in C(/etc/modules-load.d) listing the kernel modules to load at boot.
+        type: path
+        default: /etc/modules-load.d/bdp-wan-tune.conf
+      header:
+        description: Comment text at the top of O(congestion.modules_load_file) and O(congestion.sysctl_file).
+        type: str
+        default: ''
+      sysctl_file:
+        description: The drop-in file that makes O(congestion.algorithm) (and O(congestion.qdisc)) the default.
+        type: path
+      strict:
+        description: Fail when the host does not allow O(congestion.algorithm) in its network namespace.
+        type: bool
+        default: false
+      verify:
+        description: Check a live socket after the change.
+        type: bool
+        default: false
   memory_guard:
     description:
       - With O(state=present), check O(memory_guard.flows) full buffers of O(memory_guard.buffer_bytes) against this
@@ -156,6 +204,18 @@ EXAMPLES = r"""
         value: [null, null, 49000000]
         floor: true
 
+- name: BBR (kernel, default, socket check) and the buffer file in one execution, as playbooks/wan_tune.yml does it
+  bdp.wan_tune.sysctl_dropin:
+    path: /etc/sysctl.d/90-bdp-wan-tune-buffers.conf
+    settings:
+      - key: net.ipv4.tcp_rmem
+        value: [null, null, 98000000]
+        floor: true
+    congestion:
+      algorithm: bbr
+      sysctl_file: /etc/sysctl.d/90-bdp-wan-tune-bbr.conf
+      verify: true
+
 - name: Remove the file and restore the values from before the first change
   bdp.wan_tune.sysctl_dropin:
     path: /etc/sysctl.d/90-bdp-wan-tune.conf
@@ -215,6 +275,16 @@ restored:
   returned: when state is absent
   type: dict
   sample: {"net.ipv4.tcp_rmem": "4096 131072 6291456"}
+congestion:
+  description:
+    - The result of the O(congestion) request, as M(bdp.wan_tune.tcp_congestion) returns it with
+      O(bdp.wan_tune.tcp_congestion#module:state=available) (C(changed), C(kernel), C(algorithm_source), C(loaded),
+      C(qdisc_available), C(qdisc_source), C(interfaces), the file's C(path), C(settings), C(skipped_keys),
+      C(overrides), C(initial_netns), and C(socket_algorithm) and C(ss_algorithm) when the socket check ran).
+    - When the request failed, also C(failed) and C(msg).
+  returned: with O(congestion)
+  type: dict
+  sample: {"changed": false, "kernel": "6.1.0-28-amd64", "algorithm_source": "module", "socket_algorithm": "bbr"}
 memory:
   description:
     - The memory guard, with O(memory_guard) and O(state=present). Sizes in bytes and pages (of RV(memory.page_size)
@@ -256,8 +326,15 @@ memory:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.bdp.wan_tune.plugins.module_utils import files
+from ansible_collections.bdp.wan_tune.plugins.module_utils import congestion, files
 from ansible_collections.bdp.wan_tune.plugins.module_utils.dropin import DropIn
+
+
+def run_congestion(module):
+    """The congestion option: tcp_congestion state=available with these options and this module's state_dir, in
+    this execution, before this module's own file (the bbr role's part of playbooks/wan_tune.yml)."""
+    params = dict(module.params['congestion'], state_dir=module.params['state_dir'])
+    return congestion.run(congestion.Request(module, params, 'congestion'), 'available')
 
 
 def main():
@@ -282,15 +359,24 @@ def main():
                 memory_share=dict(type='float', default=0.25),
                 fit_tcp_mem=dict(type='bool', default=False),
             )),
+            congestion=dict(type='dict', options=congestion.OPTIONS),
         ),
         required_if=[('state', 'present', ('settings',))],
         supports_check_mode=True,
     )
+    if module.params['congestion'] is not None and module.params['state'] != 'present':
+        module.fail_json(msg='congestion goes with state=present only; roll back with tcp_congestion state=absent.')
+    cc_result = run_congestion(module) if module.params['congestion'] is not None else None
     dropin = DropIn(module)
+    if cc_result is not None:
+        dropin.result['congestion'] = cc_result        # also in a failure of this file
     if module.params['state'] == 'present':
         dropin.present()
     else:
         dropin.absent()
+    if cc_result is not None:
+        dropin.result['changed'] = dropin.result['changed'] or cc_result['changed']
+        dropin.result['diff'] = cc_result['diff'] + dropin.result['diff']
     module.exit_json(**dropin.result)
 
 

@@ -18,7 +18,8 @@ In one run it times:
   2. ``ansible all -m setup`` on the same hosts;
   3. a no-op re-run of wan_tune.yml, which must report changed=0 on every host;
 
-2 and 3 alternate --rounds times (default 3); it prints the median of each and the ratio no-op / setup. It then
+2 and 3 alternate --rounds times (default 7), in alternating order (2 then 3, then 3 then 2); it prints the median
+of each, the ratio of the medians no-op / setup, each pair's ratio and their median, and the load average. It then
 counts the remote module executions per host of a no-op run (the AnsiballZ payloads run on one host, from -vvv
 output, untimed), with the default keys and with fewer keys (--check -e tcp_buffers_companions=false), to show the
 count does not depend on the number of keys. JSON goes to results/fleet-bench-<timestamp>.json. The containers and
@@ -153,7 +154,9 @@ def timed_playbook(label, inv, forks, env, expect_changed=None):
     proc, elapsed = run(['ansible-playbook', PLAYBOOK, '-i', inv, '-f', str(forks)] + EXTRA, env)
     hosts = recap(proc.stdout)
     if proc.returncode != 0 or any(item['failed'] or item['unreachable'] for item in hosts.values()):
-        raise RuntimeError('%s failed (rc %d):\n%s%s' % (label, proc.returncode, proc.stdout[-6000:], proc.stderr[-3000:]))
+        fatal = '\n'.join(line for line in proc.stdout.splitlines() if line.startswith(('fatal:', 'failed:')))
+        raise RuntimeError('%s failed (rc %d):\n%s%s\nthe failures:\n%s'
+                           % (label, proc.returncode, proc.stdout[-6000:], proc.stderr[-3000:], fatal[:20000]))
     if expect_changed is not None:
         wrong = dict((host, item['changed']) for host, item in hosts.items() if item['changed'] != expect_changed)
         if wrong:
@@ -176,18 +179,31 @@ def count_executions(host, inv, env, extra=()):
     return {'modules': modules, 'count': len(modules), 'keys': len(keys)}
 
 
+def timed_setup(inv, forks, env):
+    proc, elapsed = run(['ansible', 'all', '-i', inv, '-f', str(forks), '-m', 'ansible.builtin.setup'], env)
+    if proc.returncode != 0:
+        raise RuntimeError('ansible -m setup failed:\n%s' % proc.stdout[-4000:])
+    log('ansible -m setup: %.1f s' % elapsed)
+    return elapsed
+
+
 def measure(args, forks, env, inv):
     first = timed_playbook('first run of wan_tune.yml', inv, forks, env)[0]
-    setups, noops = [], []
-    for dummy in range(args.rounds):      # interleaved, so that load from elsewhere hits both alike
-        proc, setup = run(['ansible', 'all', '-i', inv, '-f', str(forks), '-m', 'ansible.builtin.setup'], env)
-        if proc.returncode != 0:
-            raise RuntimeError('ansible -m setup failed:\n%s' % proc.stdout[-4000:])
-        log('ansible -m setup: %.1f s' % setup)
-        noop, hosts = timed_playbook('no-op re-run of wan_tune.yml', inv, forks, env, expect_changed=0)
+    setups, noops, loads = [], [], []
+    for index in range(args.rounds):
+        # interleaved, so that load from elsewhere hits both alike, and in alternating order (setup first, then the
+        # no-op first), so that neither always runs right after the other
+        loads.append(round(os.getloadavg()[0], 2))
+        if index % 2 == 0:
+            setup = timed_setup(inv, forks, env)
+            noop, hosts = timed_playbook('no-op re-run of wan_tune.yml', inv, forks, env, expect_changed=0)
+        else:
+            noop, hosts = timed_playbook('no-op re-run of wan_tune.yml', inv, forks, env, expect_changed=0)
+            setup = timed_setup(inv, forks, env)
         setups.append(setup)
         noops.append(noop)
     setup, noop = statistics.median(setups), statistics.median(noops)
+    pairs = [noop_s / setup_s for noop_s, setup_s in zip(noops, setups)]
     host = names(1)[0]
     default = count_executions(host, inv, env)
     fewer = count_executions(host, inv, env, ['--check', '-e', 'tcp_buffers_companions=false'])
@@ -195,7 +211,9 @@ def measure(args, forks, env, inv):
         raise RuntimeError('remote module executions depend on the keys: %r vs %r' % (default, fewer))
     return {'setup_s': round(setup, 1), 'first_run_s': round(first, 1), 'noop_s': round(noop, 1),
             'ratio': round(noop / setup, 2), 'rounds': args.rounds, 'setup_runs_s': [round(x, 1) for x in setups],
-            'noop_runs_s': [round(x, 1) for x in noops], 'noop_changed': sum(item['changed'] for item in hosts.values()),
+            'noop_runs_s': [round(x, 1) for x in noops], 'pair_ratios': [round(x, 2) for x in pairs],
+            'pair_ratio_median': round(statistics.median(pairs), 2), 'load_average_rounds': loads,
+            'noop_changed': sum(item['changed'] for item in hosts.values()),
             'hosts': len(hosts), 'executions_per_host': default['count'], 'modules_per_host': default['modules'],
             'executions_fewer_keys': fewer['count'], 'keys': {'default': default['keys'], 'fewer': fewer['keys']}}
 
@@ -225,7 +243,8 @@ def main():
     parser.add_argument('-n', type=int, default=int(os.environ.get('N', '20')), help='containers (default 20)')
     parser.add_argument('--forks', type=int, default=None, help='forks (default: N)')
     parser.add_argument('--connection', choices=['ssh', 'podman'], default=os.environ.get('CONNECTION') or 'ssh')
-    parser.add_argument('--rounds', type=int, default=3, help='setup / no-op pairs; the medians are reported')
+    parser.add_argument('--rounds', type=int, default=int(os.environ.get('ROUNDS', '7')),
+                        help='setup / no-op pairs, in alternating order (default 7); the medians are reported')
     parser.add_argument('--max-ratio', type=float, default=1.5, help='fail above this no-op / setup ratio')
     parser.add_argument('--keep', action='store_true', help='leave the containers and the inventory (removed by the next run)')
     args = parser.parse_args()
@@ -273,7 +292,10 @@ def main():
         print('  first run of wan_tune.yml %6.1f s' % result['first_run_s'])
         print('  no-op re-run              %6.1f s   (median of %s; changed=0 on all %d hosts)'
               % (result['noop_s'], result['noop_runs_s'], result['hosts']))
-        print('  ratio no-op / setup       %6.2f     (target <= %g)' % (result['ratio'], args.max_ratio))
+        print('  ratio no-op / setup       %6.2f     (target <= %g; median of the pairs\' ratios %.2f: %s)'
+              % (result['ratio'], args.max_ratio, result['pair_ratio_median'], result['pair_ratios']))
+        print('  load average (1 min)      before %.1f, at each pair %s, after %.1f'
+              % (result['machine']['load_average_before'], result['load_average_rounds'], os.getloadavg()[0]))
         print('  remote module executions per host: %d (%s); with %d instead of %d keys: %d'
               % (result['executions_per_host'], ', '.join(result['modules_per_host']), result['keys']['fewer'],
                  result['keys']['default'], result['executions_fewer_keys']))

@@ -19,7 +19,7 @@ import yaml
 
 from ansible_collections.bdp.wan_tune.plugins.action import validate_inputs as vi
 from ansible_collections.bdp.wan_tune.plugins.module_utils import bdp, dropin, kmod, linkmtu
-from ansible_collections.bdp.wan_tune.plugins.modules import tcp_congestion
+from ansible_collections.bdp.wan_tune.plugins.module_utils import congestion
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 GOOD = {'rate': '1g', 'rtt': '98'}
@@ -362,7 +362,7 @@ def test_algorithm_accepted(value):
 
 def test_one_congestion_control_name_rule():
     # the validation play, tcp_congestion (main) and the drop-in engine (check_congestion_control) use the same helper
-    assert tcp_congestion.congestion_control_name is kmod.congestion_control_name
+    assert congestion.congestion_control_name is kmod.congestion_control_name
     assert dropin.congestion_control_name is kmod.congestion_control_name
 
 

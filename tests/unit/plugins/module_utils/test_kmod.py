@@ -142,8 +142,8 @@ def test_the_longest_name_is_the_kernels():
 def test_every_user_of_the_name_rule_shares_it():
     from ansible_collections.bdp.wan_tune.plugins.action import validate_inputs
     from ansible_collections.bdp.wan_tune.plugins.module_utils import dropin
-    from ansible_collections.bdp.wan_tune.plugins.modules import tcp_congestion
+    from ansible_collections.bdp.wan_tune.plugins.module_utils import congestion
 
-    assert tcp_congestion.congestion_control_name is kmod.congestion_control_name
+    assert congestion.congestion_control_name is kmod.congestion_control_name
     assert dropin.congestion_control_name is kmod.congestion_control_name
     assert validate_inputs._kmod is kmod

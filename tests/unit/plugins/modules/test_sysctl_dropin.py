@@ -1001,3 +1001,66 @@ def test_a_key_no_longer_managed_that_someone_changed_is_left_alone(host, dropin
     result = dropin(buffers(98000000))
     assert 'net.core.netdev_max_backlog' not in result['settings']
     assert host.proc.get('net.core.netdev_max_backlog') == '5000'
+
+
+# ---------------------------------------------------------------- congestion: the bbr request in the same execution
+SETTINGS = [{'key': 'net.core.rmem_max', 'value': 49000000, 'floor': True}]
+
+
+def fake_congestion(monkeypatch, seen, result=None, fail=None):
+    """congestion.run replaced: records the module as the engine saw it; returns ``result`` or fails with ``fail``."""
+    from ansible_collections.bdp.wan_tune.plugins.module_utils import congestion
+
+    def run(module, state):
+        seen.append((dict(module.params), state, module.check_mode))
+        if fail:
+            module.fail_json(msg=fail, kernel='6.1.0-28-amd64', loaded=[])
+        return dict(result)
+    monkeypatch.setattr(congestion, 'run', run)
+
+
+def test_congestion_runs_first_with_its_defaults_and_this_state_dir(host, dropin, monkeypatch):
+    seen = []
+    diff = [{'before': '', 'after': 'tcp_bbr\n', 'before_header': 'm', 'after_header': 'm'}]
+    fake_congestion(monkeypatch, seen, {'changed': True, 'kernel': '6.1.0-28-amd64', 'diff': diff})
+    result = dropin(SETTINGS, congestion={'sysctl_file': '/etc/sysctl.d/90-bbr.conf', 'verify': True})
+    assert result['rc'] == 0, result
+    params, state, check_mode = seen[0]
+    assert state == 'available' and check_mode is False
+    assert params == {'algorithm': 'bbr', 'qdisc': 'fq', 'interfaces': [], 'header': '',
+                      'modules_load_file': '/etc/modules-load.d/bdp-wan-tune.conf', 'strict': False,
+                      'sysctl_file': '/etc/sysctl.d/90-bbr.conf', 'verify': True, 'state_dir': host.state_dir}
+    assert result['congestion'] == {'changed': True, 'kernel': '6.1.0-28-amd64', 'diff': diff}
+    # this module's own file as without the option: written, applied, and its result at the top level
+    assert result['settings']['net.core.rmem_max']['status'] == 'changed'
+    assert os.path.exists(host.path)
+    assert result['changed'] is True
+    assert result['diff'][0] == diff[0] and result['diff'][1]['after_header'] == host.path
+
+
+def test_congestion_changed_alone_makes_the_run_changed(host, dropin, monkeypatch):
+    assert dropin(SETTINGS)['rc'] == 0
+    fake_congestion(monkeypatch, [], {'changed': True, 'diff': []})
+    result = dropin(SETTINGS, congestion={'sysctl_file': '/etc/sysctl.d/90-bbr.conf'})
+    assert result['settings']['net.core.rmem_max']['status'] == 'ok'
+    assert result['changed'] is True
+    fake_congestion(monkeypatch, [], {'changed': False, 'diff': []})
+    assert dropin(SETTINGS, congestion={'sysctl_file': '/etc/sysctl.d/90-bbr.conf'})['changed'] is False
+
+
+def test_a_failed_congestion_request_leaves_this_file_alone(host, dropin, monkeypatch):
+    fake_congestion(monkeypatch, [], fail='Kernel 6.1.0-28-amd64 has no bbr congestion control')
+    result = dropin(SETTINGS, congestion={'sysctl_file': '/etc/sysctl.d/90-bbr.conf'})
+    assert result['rc'] == 1
+    assert result['msg'] == 'Kernel 6.1.0-28-amd64 has no bbr congestion control'
+    assert result['congestion'] == {'failed': True, 'msg': result['msg'], 'kernel': '6.1.0-28-amd64', 'loaded': []}
+    assert not os.path.exists(host.path)
+    assert host.proc.get('net.core.rmem_max') == HOST['net.core.rmem_max']
+
+
+def test_congestion_goes_with_state_present_only(host, dropin, monkeypatch):
+    seen = []
+    fake_congestion(monkeypatch, seen, {'changed': False, 'diff': []})
+    result = dropin(state='absent', congestion={'sysctl_file': '/etc/sysctl.d/90-bbr.conf'})
+    assert result['rc'] == 1 and 'state=present only' in result['msg']
+    assert seen == []

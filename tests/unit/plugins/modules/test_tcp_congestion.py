@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, bdp.wan_tune contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""tcp_congestion: route parsing, name validation, available() and absent() against a fake kernel and a fake tc
+"""tcp_congestion (its engine, module_utils/congestion.py): route parsing, name validation, available() and absent() against a fake kernel and a fake tc
 that model real qdisc trees, and state=verified against the real loopback (the only place the real kernel is used;
 nothing is changed). kmod.kernel_config has its own tests in module_utils/test_kmod.py, the qdisc trees in
 module_utils/test_qdisc.py."""
@@ -16,7 +16,7 @@ import sys
 import pytest
 import yaml
 
-from ansible_collections.bdp.wan_tune.plugins.module_utils import files, kmod
+from ansible_collections.bdp.wan_tune.plugins.module_utils import congestion, files, kmod
 from ansible_collections.bdp.wan_tune.plugins.modules import tcp_congestion
 
 FAKE_RELEASE = '6.1.0-28-amd64'
@@ -470,24 +470,24 @@ def test_fake_kernel_loads_modules(kernel, tmp_path):
 
 def test_default_route_interfaces(monkeypatch):
     texts = {'/proc/net/route': ROUTE, '/proc/net/ipv6_route': IPV6_ROUTE}
-    monkeypatch.setattr(tcp_congestion.files, 'read_text', texts.get)
-    assert tcp_congestion.default_route_interfaces() == ['eth0', 'wg0', 'vlan7']
+    monkeypatch.setattr(congestion.files, 'read_text', texts.get)
+    assert congestion.default_route_interfaces() == ['eth0', 'wg0', 'vlan7']
 
 
 def test_default_route_interfaces_ipv6_only(monkeypatch):
     texts = {'/proc/net/route': ROUTE.splitlines(True)[0], '/proc/net/ipv6_route': IPV6_ROUTE}
-    monkeypatch.setattr(tcp_congestion.files, 'read_text', texts.get)
-    assert tcp_congestion.default_route_interfaces() == ['eth0', 'vlan7']
+    monkeypatch.setattr(congestion.files, 'read_text', texts.get)
+    assert congestion.default_route_interfaces() == ['eth0', 'vlan7']
 
 
 def test_default_route_interfaces_without_routes(monkeypatch):
-    monkeypatch.setattr(tcp_congestion.files, 'read_text', lambda path: None)
-    assert tcp_congestion.default_route_interfaces() == []
+    monkeypatch.setattr(congestion.files, 'read_text', lambda path: None)
+    assert congestion.default_route_interfaces() == []
 
 
 @pytest.mark.skipif(not os.path.exists('/proc/net/route'), reason='no /proc/net/route')
 def test_default_route_interfaces_of_the_host_exist():
-    names = tcp_congestion.default_route_interfaces()
+    names = congestion.default_route_interfaces()
     assert len(names) == len(set(names))
     assert 'lo' not in names
     for name in names:
@@ -508,7 +508,7 @@ def _untouched(module):
 def test_algorithm_name_is_validated_first(run_module, monkeypatch, tmp_path, algorithm, state):
     # if validation ever let a name through, nothing may touch the host
     for name in ('available', 'absent', 'verified'):
-        monkeypatch.setattr(tcp_congestion, name, _untouched)
+        monkeypatch.setattr(congestion, name, _untouched)
     result = run_module(tcp_congestion.main, {'algorithm': algorithm, 'state': state})
     assert result['rc'] == 1
     assert result['msg'] == ('algorithm: %r is not a kernel congestion control name such as bbr or cubic.'
@@ -518,7 +518,7 @@ def test_algorithm_name_is_validated_first(run_module, monkeypatch, tmp_path, al
 @pytest.mark.parametrize('algorithm', ['bbr', 'cubic', 'reno', 'bbr2', 'dctcp', 'highspeed', 'cdg'])
 def test_valid_algorithm_names_pass_validation(run_module, monkeypatch, algorithm):
     seen = []
-    monkeypatch.setattr(tcp_congestion, 'verified',
+    monkeypatch.setattr(congestion, 'verified',
                         lambda module: seen.append(module.params['algorithm']) or {'changed': False})
     result = run_module(tcp_congestion.main, {'algorithm': algorithm, 'state': 'verified'})
     assert result['rc'] == 0
@@ -526,8 +526,8 @@ def test_valid_algorithm_names_pass_validation(run_module, monkeypatch, algorith
 
 
 def test_algorithm_with_a_trailing_newline_is_refused(run_module, monkeypatch):
-    monkeypatch.setattr(tcp_congestion, 'available', _untouched)
-    monkeypatch.setattr(tcp_congestion, 'verified', _untouched)
+    monkeypatch.setattr(congestion, 'available', _untouched)
+    monkeypatch.setattr(congestion, 'verified', _untouched)
     result = run_module(tcp_congestion.main, {'algorithm': 'bbr\n', 'state': 'verified'})
     assert result['rc'] == 1
     assert result['msg'] == "algorithm: 'bbr\\n' is not a kernel congestion control name such as bbr or cubic."
@@ -540,7 +540,7 @@ def test_available_fails_when_the_kernel_lacks_the_algorithm(kernel, tmp_path):
     kernel.config['CONFIG_TCP_CONG_BBR'] = 'n'
     module = StubModule(tmp_path, bins=())               # no modprobe either
     with pytest.raises(Failed) as info:
-        tcp_congestion.available(module)
+        congestion.available(module)
     assert info.value.result['msg'] == (
         'Kernel %s has no bbr congestion control: it is neither built in nor available as module tcp_bbr '
         '(available: reno cubic). Boot a kernel built with CONFIG_TCP_CONG_BBR (Linux 4.9 or later; every current '
@@ -554,7 +554,7 @@ def test_available_fails_when_nothing_is_known_about_the_algorithm(kernel, tmp_p
     module = StubModule(tmp_path, algorithm='htcp',
                         respond=lambda argv: (1, '', 'modprobe: FATAL: Module tcp_htcp not found'))
     with pytest.raises(Failed) as info:
-        tcp_congestion.available(module)
+        congestion.available(module)
     message = info.value.result['msg']
     assert message.startswith('Kernel %s has no htcp congestion control' % FAKE_RELEASE)
     assert 'CONFIG_TCP_CONG_HTCP' in message
@@ -564,7 +564,7 @@ def test_available_fails_when_nothing_is_known_about_the_algorithm(kernel, tmp_p
 def test_available_loads_and_persists_modules(kernel, net, tmp_path):
     kernel.config.update({'CONFIG_TCP_CONG_BBR': 'm', 'CONFIG_NET_SCH_FQ': 'm'})
     module = StubModule(tmp_path, qdisc='fq', interfaces=['ens3'], header='# Ansible managed\n', respond=net)
-    result = tcp_congestion.available(module)
+    result = congestion.available(module)
     path = module.params['modules_load_file']
     assert result['changed'] is True
     assert result['algorithm_source'] == 'module'
@@ -585,14 +585,14 @@ def test_available_loads_and_persists_modules(kernel, net, tmp_path):
     assert record_of(module) == {'ens3': 'fq_codel'}          # for state=absent
     # loaded now: a second run loads nothing
     again = StubModule(tmp_path, qdisc='fq', interfaces=['ens3'], header='# Ansible managed\n', respond=net)
-    assert tcp_congestion.available(again)['changed'] is False
+    assert congestion.available(again)['changed'] is False
     assert again.commands == [SHOW]
 
 
 def test_available_check_mode_changes_nothing(kernel, tmp_path):
     kernel.config.update({'CONFIG_TCP_CONG_BBR': 'm'})
     module = StubModule(tmp_path, qdisc='none', check_mode=True)
-    result = tcp_congestion.available(module)
+    result = congestion.available(module)
     assert result['changed'] is True
     assert result['loaded'] == ['tcp_bbr']
     assert result['diff'] == [lsmod_diff('tcp_bbr'),
@@ -606,7 +606,7 @@ def test_available_check_mode_with_loadable_modules_reports_everything_and_chang
     # tcp_bbr and sch_fq are module files modprobe finds, not loaded; no kernel config, no modules.builtin
     kernel.module_files.update({'tcp_bbr', 'sch_fq'})
     module = StubModule(tmp_path, interfaces=['ens3', 'ens4'], respond=net, check_mode=True)
-    result = tcp_congestion.available(module)
+    result = congestion.available(module)
     path = module.params['modules_load_file']
     assert result['changed'] is True
     assert (result['algorithm_source'], result['qdisc_source'], result['qdisc_available']) == ('module', 'module',
@@ -632,12 +632,12 @@ def test_available_with_the_module_already_loaded(kernel, tmp_path):
     kernel.sys_module.update({'tcp_bbr', 'tcp_bbr/initstate'})
     kernel.available('reno cubic bbr')
     module = StubModule(tmp_path, qdisc='none')
-    result = tcp_congestion.available(module)
+    result = congestion.available(module)
     assert result['algorithm_source'] == 'module'
     assert result['loaded'] == []
     assert module.commands == []
     assert read(module.params['modules_load_file']) == 'tcp_bbr\n'       # still loaded at boot
-    assert tcp_congestion.available(StubModule(tmp_path, qdisc='none'))['changed'] is False
+    assert congestion.available(StubModule(tmp_path, qdisc='none'))['changed'] is False
 
 
 def test_available_builtin_removes_a_stale_modules_load_file(kernel, net, proc, tmp_path):
@@ -651,7 +651,7 @@ def test_available_builtin_removes_a_stale_modules_load_file(kernel, net, proc, 
     os.makedirs(os.path.dirname(module.params['modules_load_file']))
     with open(module.params['modules_load_file'], 'w') as handle:
         handle.write('tcp_bbr\n')
-    result = tcp_congestion.available(module)
+    result = congestion.available(module)
     assert result['algorithm_source'] == 'builtin'
     assert result['qdisc_source'] == 'builtin'
     assert result['loaded'] == []
@@ -662,7 +662,7 @@ def test_available_builtin_removes_a_stale_modules_load_file(kernel, net, proc, 
     assert module.commands == [SHOW]
     assert not os.path.exists(module.params['state_dir'])     # fq was there before: nothing recorded
     # and a second run has nothing to do
-    again = tcp_congestion.available(StubModule(tmp_path, qdisc='fq', interfaces=[], respond=net))
+    again = congestion.available(StubModule(tmp_path, qdisc='fq', interfaces=[], respond=net))
     assert again['changed'] is False
 
 
@@ -672,7 +672,7 @@ def test_available_modprobe_failure(kernel, tmp_path):
                         respond=lambda argv: (1, '', 'modprobe: ERROR: could not insert tcp_bbr: Operation not '
                                                      'permitted\n'))
     with pytest.raises(Failed) as info:
-        tcp_congestion.available(module)
+        congestion.available(module)
     assert info.value.result['msg'] == ('modprobe tcp_bbr failed on kernel %s: modprobe: ERROR: could not insert '
                                         'tcp_bbr: Operation not permitted' % FAKE_RELEASE)
 
@@ -680,14 +680,14 @@ def test_available_modprobe_failure(kernel, tmp_path):
 def test_available_module_without_modprobe_fails(kernel, tmp_path):
     kernel.config['CONFIG_TCP_CONG_BBR'] = 'm'
     with pytest.raises(Failed, match='tcp_bbr is a loadable module but modprobe is missing; install kmod.'):
-        tcp_congestion.available(StubModule(tmp_path, qdisc='none', bins=()))
+        congestion.available(StubModule(tmp_path, qdisc='none', bins=()))
 
 
 def test_available_without_fq_warns_and_continues(kernel, net, tmp_path):
     kernel.available('reno cubic bbr')
     kernel.config.update({'CONFIG_TCP_CONG_BBR': 'y', 'CONFIG_NET_SCH_FQ': 'n'})
     module = StubModule(tmp_path, qdisc='fq', interfaces=['ens3'], respond=net)
-    result = tcp_congestion.available(module)
+    result = congestion.available(module)
     assert result['qdisc_available'] is False
     assert result['qdisc_source'] == 'missing'
     assert result['interfaces'] == {}
@@ -709,7 +709,7 @@ def test_available_missing_interface_fails_before_changing_qdiscs(kernel, net, t
     fq_kernel(kernel)
     module = StubModule(tmp_path, qdisc='fq', interfaces=['lo', 'nosuch0'], respond=net)
     with pytest.raises(Failed) as info:
-        tcp_congestion.available(module)
+        congestion.available(module)
     assert info.value.result['msg'] == (
         'interfaces: nosuch0 do not exist on this host (it has ens3, ens4, lo); name existing interfaces or leave '
         'the list empty for the default-route interfaces.')
@@ -720,7 +720,7 @@ def test_available_without_tc_fails(kernel, net, tmp_path):
     fq_kernel(kernel)
     module = StubModule(tmp_path, qdisc='fq', interfaces=['ens3'], bins=('modprobe',), respond=net)
     with pytest.raises(Failed, match='^tc is missing; install iproute2 to change the qdisc of ens3.$'):
-        tcp_congestion.available(module)
+        congestion.available(module)
     assert module.commands == []
 
 
@@ -731,7 +731,7 @@ def test_available_records_the_qdiscs_it_replaces(kernel, net, tmp_path):
     net.add('wan0')
     net.run('replace dev wan0 root fq')              # fq already there: not ours, not recorded
     module = StubModule(tmp_path, interfaces=['ens3', 'wan0', 'lo'], respond=net)
-    result = tcp_congestion.available(module)
+    result = congestion.available(module)
     assert result['changed'] is True
     # lo has no queue (noqueue) and nothing below it: left alone, with a warning
     assert result['interfaces'] == {'ens3': {'before': 'fq_codel', 'after': 'fq'},
@@ -747,9 +747,9 @@ def test_available_puts_fq_on_the_devices_below_a_device_without_a_queue(kernel,
     # a bond (noqueue, like bridges and VLANs) on ens3 and the multiqueue ens4: fq goes where the packets queue
     fq_kernel(kernel)
     net.add('bond0', default='noqueue')
-    monkeypatch.setattr(tcp_congestion, 'lower_devices', lambda name: ['ens3', 'ens4'] if name == 'bond0' else [])
+    monkeypatch.setattr(congestion, 'lower_devices', lambda name: ['ens3', 'ens4'] if name == 'bond0' else [])
     module = StubModule(tmp_path, interfaces=['bond0'], respond=net)
-    result = tcp_congestion.available(module)
+    result = congestion.available(module)
     assert result['interfaces'] == {'ens3': {'before': 'fq_codel', 'after': 'fq'},
                                     'ens4': {'before': 'mq/fq_codel', 'after': 'mq/fq'}}
     assert module.warnings == ['bond0 has no queue of its own (noqueue); fq goes on the devices below it: ens3, ens4.']
@@ -760,7 +760,7 @@ def test_available_puts_fq_under_mq_on_a_multiqueue_nic(kernel, net, tmp_path):
     fq_kernel(kernel)
     net.links['ens4']['ingress'] = True              # an ingress qdisc is no TX queue
     module = StubModule(tmp_path, interfaces=['ens4'], respond=net)
-    result = tcp_congestion.available(module)
+    result = congestion.available(module)
     assert result['changed'] is True
     assert result['interfaces'] == {'ens4': {'before': 'mq/fq_codel', 'after': 'mq/fq'}}
     assert result['diff'] == [qdisc_diff('ens4', 'mq/fq_codel', 'mq/fq')]
@@ -774,7 +774,7 @@ def test_available_puts_fq_under_mq_on_a_multiqueue_nic(kernel, net, tmp_path):
     assert record_of(module) == {'ens4': 'mq/fq_codel'}
     # a second run finds fq on every queue
     again = StubModule(tmp_path, interfaces=['ens4'], respond=net)
-    result = tcp_congestion.available(again)
+    result = congestion.available(again)
     assert result['changed'] is False
     assert result['interfaces'] == {'ens4': {'before': 'mq/fq', 'after': 'mq/fq'}}
     assert result['diff'] == []
@@ -788,13 +788,13 @@ def test_available_completes_a_configured_mq(kernel, net, tmp_path):
     net.run('replace dev ens4 root handle 1: mq')
     net.run('replace dev ens4 parent 1:1 fq')
     module = StubModule(tmp_path, interfaces=['ens4'], respond=net)
-    result = tcp_congestion.available(module)
+    result = congestion.available(module)
     assert result['interfaces'] == {'ens4': {'before': 'mq/fq+fq_codel', 'after': 'mq/fq'}}
     assert module.commands == [SHOW, tc('replace dev ens4 parent 1:2 fq')]
     assert net.state()['ens4'] == 'mq 1: fq 8001: fq 8002:'
     assert record_of(module) == {'ens4': 'mq/fq+fq_codel'}
     # absent gives the whole NIC back to the kernel
-    tcp_congestion.absent(StubModule(tmp_path, state='absent', respond=net))
+    congestion.absent(StubModule(tmp_path, state='absent', respond=net))
     assert net.state() == STOCK
 
 
@@ -802,7 +802,7 @@ def test_available_after_a_reboot_with_default_qdisc_fq_is_unchanged(kernel, net
     fq_kernel(kernel)
     reboot_with_fq(net, proc)                       # and no record: the kernel attached fq, not this module
     module = StubModule(tmp_path, interfaces=['ens3', 'ens4'], respond=net)
-    result = tcp_congestion.available(module)
+    result = congestion.available(module)
     assert result['changed'] is False
     assert result['interfaces'] == {'ens3': {'before': 'fq', 'after': 'fq'},
                                     'ens4': {'before': 'mq/fq', 'after': 'mq/fq'}}
@@ -816,7 +816,7 @@ def test_available_leaves_a_configured_root_alone(kernel, net, tmp_path):
     fq_kernel(kernel)
     net.run('replace dev ens3 root handle 1: htb')
     module = StubModule(tmp_path, interfaces=['ens3', 'ens4'], respond=net)
-    result = tcp_congestion.available(module)
+    result = congestion.available(module)
     assert result['interfaces'] == {'ens3': {'before': 'htb', 'after': 'htb'},
                                     'ens4': {'before': 'mq/fq_codel', 'after': 'mq/fq'}}
     assert module.warnings == [
@@ -826,7 +826,7 @@ def test_available_leaves_a_configured_root_alone(kernel, net, tmp_path):
     assert record_of(module) == {'ens4': 'mq/fq_codel'}
     # nor does absent touch it
     undo = StubModule(tmp_path, state='absent', respond=net)
-    assert list(tcp_congestion.absent(undo)['interfaces']) == ['ens4']
+    assert list(congestion.absent(undo)['interfaces']) == ['ens4']
     assert [argv for argv in undo.commands if 'ens3' in argv] == []
     assert net.state() == dict(STOCK, ens3='htb 1:')
 
@@ -834,16 +834,16 @@ def test_available_leaves_a_configured_root_alone(kernel, net, tmp_path):
 def test_available_keeps_the_first_recorded_qdisc(kernel, net, proc, tmp_path):
     fq_kernel(kernel)
     net.add('wan0')
-    tcp_congestion.available(StubModule(tmp_path, interfaces=['ens3'], respond=net))
+    congestion.available(StubModule(tmp_path, interfaces=['ens3'], respond=net))
     # since then someone deleted the fq and default_qdisc became pfifo_fast
     proc.set('net.core.default_qdisc', 'pfifo_fast')
     net.run('del dev ens3 root')
-    again = tcp_congestion.available(StubModule(tmp_path, interfaces=['ens3', 'wan0'], respond=net))
+    again = congestion.available(StubModule(tmp_path, interfaces=['ens3', 'wan0'], respond=net))
     assert again['interfaces']['ens3'] == {'before': 'pfifo_fast', 'after': 'fq'}
     module = StubModule(tmp_path)
     assert record_of(module) == {'ens3': 'fq_codel', 'wan0': 'fq_codel'}
     # a third run finds fq everywhere: nothing changes, the record stays as it is
-    third = tcp_congestion.available(StubModule(tmp_path, interfaces=['ens3', 'wan0'], respond=net))
+    third = congestion.available(StubModule(tmp_path, interfaces=['ens3', 'wan0'], respond=net))
     assert third['changed'] is False
     assert record_of(module) == {'ens3': 'fq_codel', 'wan0': 'fq_codel'}
 
@@ -851,7 +851,7 @@ def test_available_keeps_the_first_recorded_qdisc(kernel, net, proc, tmp_path):
 def test_available_check_mode_records_nothing(kernel, net, tmp_path):
     fq_kernel(kernel)
     module = StubModule(tmp_path, interfaces=['ens3', 'ens4'], respond=net, check_mode=True)
-    result = tcp_congestion.available(module)
+    result = congestion.available(module)
     assert result['changed'] is True
     assert result['interfaces'] == {'ens3': {'before': 'fq_codel', 'after': 'fq'},
                                     'ens4': {'before': 'mq/fq_codel', 'after': 'mq/fq'}}
@@ -871,7 +871,7 @@ def test_available_records_before_it_changes_the_qdisc(kernel, net, tmp_path):
         return net(argv)
 
     module = StubModule(tmp_path, interfaces=['ens3', 'ens4'], respond=tc_spy)
-    tcp_congestion.available(module)
+    congestion.available(module)
     assert seen == [{'ens3': 'fq_codel'}] + [{'ens3': 'fq_codel', 'ens4': 'mq/fq_codel'}] * 3
 
 
@@ -880,7 +880,7 @@ def test_available_replace_failure_keeps_the_record(kernel, net, tmp_path):
     net.errors['replace'] = 'RTNETLINK answers: Operation not permitted\n'
     module = StubModule(tmp_path, interfaces=['ens3'], respond=net)
     with pytest.raises(Failed) as info:
-        tcp_congestion.available(module)
+        congestion.available(module)
     assert info.value.result['msg'] == ('/usr/sbin/tc qdisc replace dev ens3 root fq failed: RTNETLINK answers: '
                                         'Operation not permitted')
     assert net.state() == STOCK
@@ -892,7 +892,7 @@ def test_available_failure_under_mq_keeps_the_record(kernel, net, tmp_path):
     net.errors[('replace', 'ens4')] = 'RTNETLINK answers: Operation not permitted\n'
     module = StubModule(tmp_path, interfaces=['ens4'], respond=net)
     with pytest.raises(Failed, match='^/usr/sbin/tc qdisc replace dev ens4 root handle 1: mq failed: '):
-        tcp_congestion.available(module)
+        congestion.available(module)
     assert changes(module) == [tc('replace dev ens4 root handle 1: mq')]
     assert record_of(module) == {'ens4': 'mq/fq_codel'}
 
@@ -914,21 +914,21 @@ def write_record(module, record):
 def absent(tmp_path, net, **params):
     """Run absent() (the default_qdisc restored to fq_codel, as the net fixture starts); returns module, result."""
     module = StubModule(tmp_path, state='absent', respond=net, **params)
-    return module, tcp_congestion.absent(module)
+    return module, congestion.absent(module)
 
 
 def test_absent_after_available_restores_the_kernel_default(kernel, net, tmp_path, fake_release):
     fq_kernel(kernel)
     net.add('wan0')
     net.run('replace dev wan0 root fq')              # fq that was there before
-    tcp_congestion.available(StubModule(tmp_path, interfaces=['ens3', 'ens4', 'wan0', 'lo'], respond=net))
+    congestion.available(StubModule(tmp_path, interfaces=['ens3', 'ens4', 'wan0', 'lo'], respond=net))
     assert net.state() == {'lo': 'noqueue 0:', 'ens3': 'fq 8002:', 'ens4': 'mq 1: fq 8004: fq 8003:',
                            'wan0': 'fq 8001:'}
     write_record(StubModule(tmp_path), dict(record_of(StubModule(tmp_path)), lo='noqueue'))   # by an older version
     net.run('replace dev lo root fq')
     module = StubModule(tmp_path, state='absent', respond=net)
     write_modules_load_file(module)
-    result = tcp_congestion.absent(module)
+    result = congestion.absent(module)
     assert result['changed'] is True
     assert result['kernel'] == fake_release
     assert net.state() == dict(STOCK, wan0='fq 8001:')
@@ -975,7 +975,7 @@ def test_absent_after_a_reboot_with_default_qdisc_fq(kernel, net, proc, tmp_path
 def test_absent_after_available_and_a_reboot(kernel, net, proc, tmp_path):
     # recorded interfaces whose fq the reboot attached (handle 0:) need the pfifo too
     fq_kernel(kernel)
-    tcp_congestion.available(StubModule(tmp_path, interfaces=['ens3', 'ens4'], respond=net))
+    congestion.available(StubModule(tmp_path, interfaces=['ens3', 'ens4'], respond=net))
     reboot_with_fq(net, proc)
     proc.set('net.core.default_qdisc', 'fq_codel')
     module, result = absent(tmp_path, net)
@@ -1012,7 +1012,7 @@ def test_absent_leaves_fq_that_was_there_before(kernel, net, tmp_path):
     net.add('wan0')
     net.run('replace dev ens3 root fq')
     net.run('replace dev wan0 root fq')
-    first = tcp_congestion.available(StubModule(tmp_path, interfaces=['ens3', 'wan0'], respond=net))
+    first = congestion.available(StubModule(tmp_path, interfaces=['ens3', 'wan0'], respond=net))
     assert first['changed'] is False
     assert record_of(StubModule(tmp_path)) is None
     module, result = absent(tmp_path, net, interfaces=['ens3', 'wan0'])
@@ -1028,7 +1028,7 @@ def test_absent_looks_only_at_the_record_not_at_interfaces(kernel, net, tmp_path
     net.run('replace dev wan0 root fq')
     module = StubModule(tmp_path, state='absent', interfaces=['wan0', 'nosuch0'], respond=net)
     write_record(module, {'ens3': 'fq_codel'})
-    result = tcp_congestion.absent(module)   # nosuch0 does not exist: no failure, it is not looked at
+    result = congestion.absent(module)   # nosuch0 does not exist: no failure, it is not looked at
     assert list(result['interfaces']) == ['ens3']
     assert net.state() == dict(STOCK, wan0='fq 8002:')
     assert changes(module) == [tc('del dev ens3 root')]
@@ -1038,7 +1038,7 @@ def test_absent_leaves_a_recorded_interface_that_is_no_longer_fq(kernel, net, tm
     net.run('replace dev ens3 root cake')            # changed by someone else since
     module = StubModule(tmp_path, state='absent', respond=net)
     write_record(module, {'ens3': 'fq_codel'})
-    result = tcp_congestion.absent(module)
+    result = congestion.absent(module)
     assert result['changed'] is True                 # the record is removed
     assert result['interfaces'] == {}
     assert result['diff'] == []
@@ -1054,7 +1054,7 @@ def test_absent_leaves_an_interface_recorded_as_fq(kernel, net, tmp_path):
     net.run('replace dev ens4 parent 1:2 fq')
     module = StubModule(tmp_path, state='absent', respond=net)
     write_record(module, {'ens3': 'fq', 'ens4': 'mq/fq'})   # never written by the module; not ours to remove
-    result = tcp_congestion.absent(module)
+    result = congestion.absent(module)
     assert result['interfaces'] == {}
     assert changes(module) == []
     assert net.state() == dict(STOCK, ens3='fq 8001:', ens4='mq 1: fq 8002: fq 8003:')
@@ -1064,7 +1064,7 @@ def test_absent_leaves_an_interface_recorded_as_fq(kernel, net, tmp_path):
 def test_absent_ignores_a_recorded_interface_that_is_gone(kernel, net, tmp_path):
     fq_kernel(kernel)
     net.add('wan0')
-    tcp_congestion.available(StubModule(tmp_path, interfaces=['ens3', 'wan0'], respond=net))
+    congestion.available(StubModule(tmp_path, interfaces=['ens3', 'wan0'], respond=net))
     net.remove('wan0')                               # e.g. a VPN interface torn down since
     module, result = absent(tmp_path, net)
     assert result['interfaces'] == {'ens3': {'before': 'fq', 'after': 'kernel default (was fq_codel)'}}
@@ -1075,7 +1075,7 @@ def test_absent_ignores_a_recorded_interface_that_is_gone(kernel, net, tmp_path)
 def test_absent_with_only_vanished_interfaces_needs_no_tc(kernel, net, tmp_path):
     module = StubModule(tmp_path, state='absent', bins=(), respond=net)
     write_record(module, {'wg9': 'noqueue'})
-    result = tcp_congestion.absent(module)
+    result = congestion.absent(module)
     assert result['changed'] is True
     assert result['interfaces'] == {}
     assert module.commands == []
@@ -1084,11 +1084,11 @@ def test_absent_with_only_vanished_interfaces_needs_no_tc(kernel, net, tmp_path)
 
 def test_absent_check_mode_changes_nothing_and_keeps_the_record(kernel, net, tmp_path):
     fq_kernel(kernel)
-    tcp_congestion.available(StubModule(tmp_path, interfaces=['ens3', 'ens4'], respond=net))
+    congestion.available(StubModule(tmp_path, interfaces=['ens3', 'ens4'], respond=net))
     after_available = net.state()
     module = StubModule(tmp_path, state='absent', check_mode=True, respond=net)
     write_modules_load_file(module)
-    result = tcp_congestion.absent(module)
+    result = congestion.absent(module)
     assert result['changed'] is True
     assert result['interfaces'] == {'ens3': {'before': 'fq', 'after': 'kernel default (was fq_codel)'},
                                     'ens4': {'before': 'mq/fq', 'after': 'kernel default (was mq/fq_codel)'}}
@@ -1105,7 +1105,7 @@ def test_absent_check_mode_changes_nothing_and_keeps_the_record(kernel, net, tmp
 
 def test_absent_twice_is_unchanged(kernel, net, tmp_path):
     fq_kernel(kernel)
-    tcp_congestion.available(StubModule(tmp_path, interfaces=['ens3', 'ens4'], respond=net))
+    congestion.available(StubModule(tmp_path, interfaces=['ens3', 'ens4'], respond=net))
     assert absent(tmp_path, net)[1]['changed'] is True
     module, result = absent(tmp_path, net)
     assert result == {'changed': False, 'kernel': FAKE_RELEASE, 'interfaces': {}, 'diff': []}
@@ -1115,12 +1115,12 @@ def test_absent_twice_is_unchanged(kernel, net, tmp_path):
 
 def test_absent_keeps_a_state_dir_shared_with_other_records(kernel, net, tmp_path):
     fq_kernel(kernel)
-    tcp_congestion.available(StubModule(tmp_path, interfaces=['ens3'], respond=net))
+    congestion.available(StubModule(tmp_path, interfaces=['ens3'], respond=net))
     module = StubModule(tmp_path, state='absent', respond=net)
     other = os.path.join(module.params['state_dir'], '90-bdp-wan-tune.conf.json')   # sysctl_dropin's record
     with open(other, 'w') as handle:
         handle.write('{"original": {}}\n')
-    tcp_congestion.absent(module)
+    congestion.absent(module)
     assert os.listdir(module.params['state_dir']) == ['90-bdp-wan-tune.conf.json']
 
 
@@ -1135,7 +1135,7 @@ def test_absent_tc_failure_keeps_the_record(kernel, net, tmp_path):
     module = StubModule(tmp_path, state='absent', respond=net)
     write_record(module, {'ens3': 'fq_codel'})
     with pytest.raises(Failed) as info:
-        tcp_congestion.absent(module)
+        congestion.absent(module)
     assert info.value.result['msg'] == rollback_failed(
         '/usr/sbin/tc qdisc del dev ens3 root failed: RTNETLINK answers: Operation not permitted')
     assert info.value.result['interfaces'] == {'ens3': {'before': 'fq', 'after': 'kernel default (was fq_codel)'}}
@@ -1148,13 +1148,13 @@ def test_absent_tc_failure_keeps_the_record(kernel, net, tmp_path):
 def test_absent_goes_on_after_a_failing_interface(kernel, net, tmp_path):
     fq_kernel(kernel)
     net.add('wan0')
-    tcp_congestion.available(StubModule(tmp_path, interfaces=['ens3', 'ens4', 'wan0'], respond=net))
+    congestion.available(StubModule(tmp_path, interfaces=['ens3', 'ens4', 'wan0'], respond=net))
     after_available = net.state()
     net.errors[('del', 'ens4')] = 'RTNETLINK answers: Device or resource busy\n'
     module = StubModule(tmp_path, state='absent', respond=net)
     write_modules_load_file(module)
     with pytest.raises(Failed) as info:
-        tcp_congestion.absent(module)
+        congestion.absent(module)
     assert info.value.result['msg'] == rollback_failed(
         '/usr/sbin/tc qdisc del dev ens4 root failed: RTNETLINK answers: Device or resource busy')
     assert changes(module) == [tc('del dev ens3 root'), tc('del dev ens4 root'), tc('del dev wan0 root')]
@@ -1176,7 +1176,7 @@ def test_absent_reports_every_failure(kernel, net, proc, tmp_path):
     net.errors['replace'] = 'RTNETLINK answers: Operation not permitted\n'
     module = StubModule(tmp_path, state='absent', respond=net)
     with pytest.raises(Failed) as info:
-        tcp_congestion.absent(module)
+        congestion.absent(module)
     assert info.value.result['msg'] == rollback_failed(
         '/usr/sbin/tc qdisc replace dev ens3 root pfifo failed: RTNETLINK answers: Operation not permitted',
         '/usr/sbin/tc qdisc replace dev ens4 root pfifo failed: RTNETLINK answers: Operation not permitted')
@@ -1191,7 +1191,7 @@ def test_absent_without_tc_fails_when_there_is_fq_to_remove(kernel, net, tmp_pat
     module = StubModule(tmp_path, state='absent', bins=(), respond=net)
     write_record(module, {'ens3': 'fq_codel'})
     with pytest.raises(Failed, match='^tc is missing; install iproute2 to change the qdisc of ens3.$'):
-        tcp_congestion.absent(module)
+        congestion.absent(module)
     assert record_of(module) == {'ens3': 'fq_codel'}
 
 
@@ -1199,7 +1199,7 @@ def test_absent_with_qdisc_none_and_no_record_only_removes_the_file(kernel, net,
     net.run('replace dev ens3 root fq')
     module = StubModule(tmp_path, state='absent', qdisc='none', interfaces=['ens3'], bins=(), respond=net)
     write_modules_load_file(module, 'tcp_bbr\n')
-    result = tcp_congestion.absent(module)
+    result = congestion.absent(module)
     assert result['changed'] is True
     assert result['interfaces'] == {}
     assert module.commands == []
@@ -1212,7 +1212,7 @@ def test_absent_with_qdisc_none_still_undoes_the_record(kernel, net, tmp_path):
     net.run('replace dev ens3 root fq')
     module = StubModule(tmp_path, state='absent', qdisc='none', respond=net)
     write_record(module, {'ens3': 'fq_codel'})
-    result = tcp_congestion.absent(module)
+    result = congestion.absent(module)
     assert result['interfaces'] == {'ens3': {'before': 'fq', 'after': 'kernel default (was fq_codel)'}}
     assert net.state() == STOCK
 
@@ -1221,7 +1221,7 @@ def test_available_then_absent_on_an_interface_without_a_root_qdisc(kernel, net,
     # tc prints nothing for the root qdisc: recorded as 'none'
     fq_kernel(kernel)
     net.add('tun0', default='none')
-    first = tcp_congestion.available(StubModule(tmp_path, interfaces=['tun0'], respond=net))
+    first = congestion.available(StubModule(tmp_path, interfaces=['tun0'], respond=net))
     assert first['interfaces'] == {'tun0': {'before': 'none', 'after': 'fq'}}
     assert record_of(StubModule(tmp_path)) == {'tun0': 'none'}
     module, result = absent(tmp_path, net)
@@ -1236,7 +1236,7 @@ def test_absent_with_a_garbage_record_changes_no_qdisc(kernel, net, tmp_path):
     os.makedirs(module.params['state_dir'])
     with open(record_path(module), 'w') as handle:
         handle.write('{"ens3": "fq_co')              # truncated
-    result = tcp_congestion.absent(module)
+    result = congestion.absent(module)
     assert result['interfaces'] == {}
     assert changes(module) == []
     assert net.state()['ens3'] == 'fq 8001:'
@@ -1308,7 +1308,7 @@ def test_verified_fails_when_ss_disagrees_with_the_socket(tmp_path, proc):
                         respond=lambda argv: (0, '0 0 127.0.0.1:1 127.0.0.1:2\n\t %s wscale:7,7 rto:204\n' % other,
                                               ''))
     with pytest.raises(Failed) as info:
-        tcp_congestion.verified(module)
+        congestion.verified(module)
     result = info.value.result
     assert result['socket_algorithm'] == default
     assert result['ss_algorithm'] == other
@@ -1322,7 +1322,7 @@ def test_verified_fails_when_ss_disagrees_with_the_socket(tmp_path, proc):
 def test_verified_without_ss_uses_the_socket(tmp_path):
     default = _host_default()
     module = StubModule(tmp_path, algorithm=default, state='verified', bins=())
-    result = tcp_congestion.verified(module)
+    result = congestion.verified(module)
     assert result == {'changed': False, 'kernel': os.uname()[2], 'socket_algorithm': default, 'ss_algorithm': None}
 
 
@@ -1347,9 +1347,9 @@ def test_available_with_sysctl_file_sets_the_defaults_and_verifies_in_one_run(
         checked.append(proc.get('net.ipv4.tcp_congestion_control'))
         return {'changed': False, 'socket_algorithm': 'bbr', 'ss_algorithm': 'bbr'}
 
-    monkeypatch.setattr(tcp_congestion, 'verified', verified)
+    monkeypatch.setattr(congestion, 'verified', verified)
     module = _one_call(tmp_path, etc, interfaces=['ens3'], respond=net)
-    result = tcp_congestion.available(module)
+    result = congestion.available(module)
     assert result['changed'] is True
     assert result['settings']['net.ipv4.tcp_congestion_control']['status'] == 'changed'
     assert result['settings']['net.core.default_qdisc'] == {
@@ -1366,7 +1366,7 @@ def test_available_with_sysctl_file_sets_the_defaults_and_verifies_in_one_run(
     headers = [item['before_header'] for item in result['diff']]
     assert 'ens3' in headers and module.params['sysctl_file'] in headers
     # a second run changes nothing, and the file can be rolled back by sysctl_dropin's engine (one record)
-    again = tcp_congestion.available(_one_call(tmp_path, etc, interfaces=['ens3'], respond=net))
+    again = congestion.available(_one_call(tmp_path, etc, interfaces=['ens3'], respond=net))
     assert again['changed'] is False
     assert os.path.exists(os.path.join(module.params['state_dir'], '90-bdp-wan-tune-bbr.conf.json'))
 
@@ -1376,7 +1376,7 @@ def test_available_with_sysctl_file_in_check_mode_predicts_and_changes_nothing(k
     proc.set('net.core.rmem_max', '212992')
     proc.set('net.ipv4.tcp_congestion_control', 'cubic')
     module = _one_call(tmp_path, etc, interfaces=['ens3'], respond=net, check_mode=True)
-    result = tcp_congestion.available(module)
+    result = congestion.available(module)
     assert result['changed'] is True
     assert result['settings']['net.ipv4.tcp_congestion_control']['status'] == 'changed'
     # the real socket check of check mode reports and does not fail: the change it verifies was not made
@@ -1393,12 +1393,12 @@ def test_available_with_sysctl_file_skips_the_socket_check_where_the_algorithm_i
     proc.readonly('net.core.rmem_max', '212992')      # a container
     proc.set('net.ipv4.tcp_congestion_control', 'cubic')
     proc.set('net.ipv4.tcp_allowed_congestion_control', 'reno cubic')
-    monkeypatch.setattr(tcp_congestion, 'verified', lambda module: pytest.fail('socket checked'))
+    monkeypatch.setattr(congestion, 'verified', lambda module: pytest.fail('socket checked'))
     module = _one_call(tmp_path, etc, qdisc='none')
-    result = tcp_congestion.available(module)
+    result = congestion.available(module)
     assert 'net.ipv4.tcp_congestion_control' in result['skipped_keys']
     assert 'socket_algorithm' not in result
     assert any('net.ipv4.tcp_congestion_control was not set to bbr' in warning for warning in module.warnings)
     with pytest.raises(Failed) as failed:                    # strict: refused before anything changes
-        tcp_congestion.available(_one_call(tmp_path, etc, qdisc='none', strict=True))
+        congestion.available(_one_call(tmp_path, etc, qdisc='none', strict=True))
     assert 'strict is set' in failed.value.result['msg']
