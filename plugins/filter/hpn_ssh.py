@@ -14,9 +14,13 @@ from ansible_collections.bdp.wan_tune.plugins.module_utils import hpnssh
 def hpn_ssh_plan(facts, source='auto', files=None, repository=None, server=True, client=True, packages=None):
     """The install plan for the host these facts describe; {'error': message} when there is none."""
     try:
-        result = hpnssh.plan(dict(facts or {}), source, list(files or []), dict(repository or {}),
-                             hpnssh.to_bool(server), hpnssh.to_bool(client), list(packages or []))
-    except (hpnssh.PlanError, ValueError) as exc:
+        server, client = hpnssh.to_bool(server), hpnssh.to_bool(client)
+    except ValueError as exc:
+        return {'error': 'hpn_ssh_server and hpn_ssh_client must be booleans, got %s.' % exc}
+    try:
+        result = hpnssh.plan(dict(facts or {}), source, list(files or []), dict(repository or {}), server, client,
+                             list(packages or []))
+    except hpnssh.PlanError as exc:
         return {'error': str(exc)}
     result['error'] = ''
     return result
