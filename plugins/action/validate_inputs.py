@@ -30,11 +30,12 @@ from ansible_collections.bdp.wan_tune.plugins.module_utils import bdp as _bdp
 from ansible_collections.bdp.wan_tune.plugins.module_utils import kmod as _kmod
 from ansible_collections.bdp.wan_tune.plugins.module_utils import linkmtu as _linkmtu
 from ansible_collections.bdp.wan_tune.plugins.module_utils import pathprobe as _pathprobe
+from ansible_collections.bdp.wan_tune.plugins.module_utils import hpnssh as _hpnssh
 from ansible_collections.bdp.wan_tune.plugins.module_utils import rsyncd as _rsyncd
 
 ROLES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), 'roles')
 # in the order the playbook runs them (verify: the canary)
-ROLES = ('bbr', 'tcp_buffers', 'jumbo_mtu', 'rsync_daemon', 'verify')
+ROLES = ('bbr', 'tcp_buffers', 'jumbo_mtu', 'rsync_daemon', 'hpn_ssh', 'verify')
 
 # The playbook's own variables (playbooks/wan_tune.yml), checked like role options.
 PLAYBOOK_OPTIONS = {
@@ -49,6 +50,7 @@ PLAYBOOK_OPTIONS = {
     'wan_peer': {'type': 'str'},
     'wan_peers': {'type': 'list', 'elements': 'str'},
     'rsync_daemon': {'type': 'bool', 'default': False},
+    'hpn_ssh': {'type': 'bool', 'default': False},
 }
 # Variables whose value a message must not show (passwords).
 SECRET_OPTIONS = ('rsync_daemon_users',)
@@ -84,6 +86,7 @@ INT_RANGES = {
                                              'any of its hosts succeeds)'),
     'rsync_daemon_port': (1, 65535, 'a TCP port: a whole number from 1 to 65535 (default 873)'),
     'rsync_daemon_streams': (1, 1024, 'a whole number of parallel streams from 1 to 1024 (default 4)'),
+    'hpn_ssh_port': (1, 65535, 'a TCP port from 1 to 65535 other than 22 (default 2222)'),
     'jumbo_mtu_probe_count': (1, None, 'a whole number of ICMP echoes per probe size, 1 or more (default 3)'),
     'jumbo_mtu_platform_max_mtu': (0, _linkmtu.MAX_MTU, '0 (no limit of your own) or an MTU from %d to %d'
                                    % (_linkmtu.MIN_MTU, _linkmtu.MAX_MTU)),
@@ -536,6 +539,11 @@ def check_host(variables, tcp_buffers=True, jumbo_mtu=True, play_peers=None, spe
                         if var.startswith('rsync_daemon_') and values.get(var) is not None)
         if len(settings) == len([var for var in raw if var.startswith('rsync_daemon_')]):
             problems.extend(_rsyncd.check(settings)[1])
+    # hpn_ssh: the role's own rules (module_utils/hpnssh.py: port 22, sources, files with checksums, repository keys).
+    if values.get('hpn_ssh') and role_state('hpn_ssh') == 'present':
+        settings = dict((var, values[var]) for var in raw if var.startswith('hpn_ssh_') and values.get(var) is not None)
+        if len(settings) == len([var for var in raw if var.startswith('hpn_ssh_')]):
+            problems.extend(_hpnssh.check_inputs(settings))
     return problems
 
 

@@ -12,10 +12,11 @@ short_description: Check every input of the collection's roles for one host, on 
 version_added: 0.2.0
 description:
   - Checks every variable of the P(bdp.wan_tune.bbr#role), P(bdp.wan_tune.tcp_buffers#role),
-    P(bdp.wan_tune.jumbo_mtu#role) and P(bdp.wan_tune.verify#role) roles (the last runs as the canary)
+    P(bdp.wan_tune.jumbo_mtu#role), P(bdp.wan_tune.rsync_daemon#role), P(bdp.wan_tune.hpn_ssh#role) and
+    P(bdp.wan_tune.verify#role) roles (the last runs as the canary)
     (the options of each role's C(meta/argument_specs.yml), with the defaults
     of its C(defaults/main.yml)) and the playbook variables C(wan_tune_state), C(wan_tune_become), C(wan_tune_hosts),
-    C(jumbo_mtu_enabled), C(wan_tune_serial), C(wan_tune_max_fail_percentage), C(wan_tune_canary),
+    C(jumbo_mtu_enabled), C(rsync_daemon), C(hpn_ssh), C(wan_tune_serial), C(wan_tune_max_fail_percentage), C(wan_tune_canary),
     C(wan_tune_canary_rollback) and the inventory variables C(wan_peer) and C(wan_peers), as the host's variables
     give them. C(rate) and C(rtt) may be V(auto); C(rtt=auto) needs peers.
   - Each value is templated and checked by its type (choices, booleans, whole numbers, numbers, absolute paths,
@@ -32,6 +33,10 @@ description:
     any case) are accepted where a boolean is expected, exactly what Ansible's C(bool) filter takes. White space
     around the word is refused, as C(| bool) reads V(yes) with a space before it as false. Whole numbers written as strings
     are accepted where a number is.
+  - Where C(rsync_daemon) or C(hpn_ssh) is true, the transport role's own rules run too, with the code the role runs
+    (C(module_utils/rsyncd.py), C(module_utils/hpnssh.py)), for example no anonymous writable rsync module, no module path under
+    C(/usr), C(/etc) or C(/boot), no C(SO_SNDBUF)/C(SO_RCVBUF) socket options, HPN-SSH never on port 22, package
+    files and repositories complete. The value of C(rsync_daemon_users) is never shown, as it holds passwords.
   - The files the roles own must end in C(.conf) and be distinct once normalised (V(/etc/sysctl.d/./x.conf) is
     V(/etc/sysctl.d/x.conf)).
   - A role variable left at a default built from a playbook variable is reported under that variable, for example

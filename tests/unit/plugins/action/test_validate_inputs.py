@@ -825,3 +825,15 @@ def test_action_with_role_reports_without_failing_and_reads_only_that_role():
     assert result['msg'] == result['problems'][0]
     result = run_action({'inventory_hostname': 'a'}, args={'role': 'verify'})
     assert result['problems'] == [] and result['msg'] == 'The numbers of role verify are in range.'
+
+
+def test_the_transport_roles_rules_run_only_where_they_are_asked_for():
+    assert check(rsync_daemon_modules=[{'name': 'in', 'path': '/etc/in', 'read_only': False}]) == []
+    assert check(hpn_ssh_port=22) == []
+    message = ' | '.join(check(rsync_daemon='true', rsync_daemon_modules=[{'name': 'in', 'path': '/etc/in'}]))
+    assert 'rsync_daemon_modules' in message and '/etc' in message, message
+    assert only(check(hpn_ssh='yes', hpn_ssh_port='22')).startswith("hpn_ssh_port: 22 is not usable; expected a TCP port")
+    message = only(check(hpn_ssh='true', hpn_ssh_source='files'))
+    assert message.startswith('hpn_ssh_source: files, but hpn_ssh_package_files is empty'), message
+    assert check(hpn_ssh='false', hpn_ssh_source='files') == []
+    assert check(hpn_ssh='true', hpn_ssh_state='absent', hpn_ssh_source='files') == []
