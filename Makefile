@@ -11,13 +11,13 @@ INVENTORY ?=
 N ?= 20
 CONNECTION ?= ssh
 
-.PHONY: help setup image vm-image demo test lint sanity units molecule host-test lab-test jumbo-test vm-test benchmark docs changelog fleet-bench clean
+.PHONY: help setup image vm-image demo test lint sanity units molecule transport-test host-test lab-test jumbo-test vm-test benchmark docs changelog fleet-bench clean
 
 help:
 	@echo "make demo [RATE=1g RTT=98 LOSS=0 MTU=9000 DURATION=15] [INVENTORY=path]"
 	@echo "                                            set up, then show before/after tuning over the lab link (or tune your inventory)"
 	@echo "make test                                    set up, then run every check CI runs"
-	@echo "make lint | sanity | units | molecule | host-test | lab-test | jumbo-test | vm-test   one part of the tests"
+	@echo "make lint | sanity | units | molecule | transport-test | host-test | lab-test | jumbo-test | vm-test   one part of the tests"
 	@echo "make benchmark [BENCH_ARGS=--quick]        the WAN-lab scenario matrix: docs/benchmarks.md, JSON and PNG"
 	@echo "make docs                                    regenerate docs/reference/ (roles, modules, filters) from their docs"
 	@echo "make changelog                               regenerate CHANGELOG.rst from changelogs/changelog.yaml"
@@ -50,6 +50,9 @@ units: setup
 
 molecule: image
 	@bash scripts/test.sh molecule
+
+transport-test: image
+	@bash scripts/test.sh transports
 
 host-test: setup
 	@bash scripts/test.sh host

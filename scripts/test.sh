@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every check of the project; `make test` runs them all (CI: .ci/run).
-#   scripts/test.sh all | lint | sanity | units | molecule | host | lab | jumbo | vm
+#   scripts/test.sh all | lint | sanity | units | molecule | transports | host | lab | jumbo | vm
 set -euo pipefail
 # shellcheck source=scripts/env.sh
 . "$(dirname "${BASH_SOURCE[0]}")/env.sh"
@@ -32,6 +32,15 @@ units() {
 molecule_default() {
     stage "molecule default scenario"
     bash scripts/molecule.sh default
+}
+
+transports() {
+    stage "molecule rsync_daemon (daemon, authenticated transfers between containers, refusals, state absent)"
+    bash scripts/molecule.sh rsync_daemon
+    stage "hpn_ssh: every package source in check mode with generated facts (Ubuntu, Fedora, Rocky, Debian)"
+    python -m pytest tests/integration/test_hpn_ssh_sources.py -q
+    stage "molecule hpn_ssh (the plumbing with a test stand-in built from Debian's OpenSSH; not HPN-SSH itself)"
+    bash scripts/molecule.sh hpn_ssh
 }
 
 host() {
@@ -66,15 +75,16 @@ vm() {
 
 started=$(date +%s)
 case "${1:-all}" in
-    all) lint; sanity; units; molecule_default; host; lab; jumbo; vm ;;
+    all) lint; sanity; units; molecule_default; transports; host; lab; jumbo; vm ;;
     lint) lint ;;
     sanity) sanity ;;
     units) units ;;
     molecule) molecule_default ;;
+    transports) transports ;;
     host) host ;;
     lab) lab ;;
     jumbo) jumbo ;;
     vm) vm ;;
-    *) echo "usage: $0 all|lint|sanity|units|molecule|host|lab|jumbo|vm" >&2; exit 2 ;;
+    *) echo "usage: $0 all|lint|sanity|units|molecule|transports|host|lab|jumbo|vm" >&2; exit 2 ;;
 esac
 stage "done in $(( $(date +%s) - started )) s"
