@@ -370,8 +370,8 @@ def transfer(args, log=None):
     with lab, tempfile.TemporaryDirectory(prefix='bdp-xfer-') as workdir:
         started = time.monotonic()
         result.update(make_data(lab, size_bytes, args.streams))
-        log('%s of random data in %d files in host A (%.0f s)' % (bdp.human_bytes(size_bytes), result['files'],
-                                                                time.monotonic() - started))
+        log('%s of random data in %d files in host A (%.0f s)'
+            % (bdp.human_bytes(size_bytes), result['files'], time.monotonic() - started))
         result.update(setup_transports(lab))
         stock = run_phase(lab, 'stock', result['streams'], size_bytes, result['hpnssh'], log)
         log('applying playbooks/wan_tune.yml -e "rate=%s rtt=%s"' % (args.rate, args.rtt))
@@ -387,8 +387,8 @@ def transfer(args, log=None):
     with open(path[:-len('.json')] + '.md', 'w') as handle:
         handle.write(markdown(result))
     result['path'] = path
-    print('\n%s, %s in %d files\n%s\nresults: %s' % (result['link'], bdp.human_bytes(size_bytes), result['files'],
-                                                   table(result), os.path.relpath(path, ROOT)))
+    print('\n%s, %s in %d files\n%s\nresults: %s'
+          % (result['link'], bdp.human_bytes(size_bytes), result['files'], table(result), os.path.relpath(path, ROOT)))
     return result
 
 
