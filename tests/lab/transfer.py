@@ -114,7 +114,7 @@ def file_sizes(size_bytes, count):
 
 def split_streams(files, streams):
     """Share (name, size) pairs out into ``streams`` lists of about equal bytes (largest first, to the lightest)."""
-    groups = [[] for _ in range(max(1, min(streams, len(files))))]
+    groups = [[] for dummy in range(max(1, min(streams, len(files))))]
     loads = [0] * len(groups)
     for name, size in sorted(files, key=lambda item: (-item[1], item[0])):
         lightest = loads.index(min(loads))
@@ -230,7 +230,7 @@ def make_data(lab, size_bytes, streams):
     for host in 'AB':
         sh(lab, host, 'mkdir -p %s && mount -t tmpfs -o size=%d,mode=0755 tmpfs %s && mkdir -p %s %s %s'
            % (BASE, size_bytes + margin, BASE, SRC, DEST, PARTS))
-    script = ['set -e', 'cd ' + SRC]
+    script = ['set -e', 'renice -n %d -p $$ >/dev/null' % NICE, 'cd ' + SRC]
     script += ['head -c %d /dev/urandom > %s' % (size, name) for name, size in zip(names, sizes)]
     script += ['sha256sum %s > %s' % (' '.join(names), MANIFEST)]
     sh(lab, 'A', '\n'.join(script), timeout=1800)
