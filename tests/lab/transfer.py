@@ -323,7 +323,8 @@ def run_method(lab, method, streams, size_bytes):
         return {'bps': None, 'error': 'exit %d: %s' % (proc.returncode, proc.stderr.strip()[-500:])}
     start, end = (float(x) for x in proc.stdout.split()[-2:])
     seconds = end - start
-    check = sh(lab, 'B', 'cd %s && sha256sum --quiet -c %s' % (dest, MANIFEST), check=False, timeout=1800)
+    check = sh(lab, 'B', 'cd %s && nice -n %d sha256sum --quiet -c %s' % (dest, NICE // 2, MANIFEST), check=False,
+               timeout=1800)
     if check.returncode != 0:
         raise TransferError('%s: checksum mismatch at the receiver: %s' % (method, (check.stdout + check.stderr)[-1000:]))
     sh(lab, 'B', 'rm -rf %s' % dest)
