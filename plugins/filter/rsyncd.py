@@ -1,0 +1,24 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, bdp.wan_tune contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The problems with the rsync daemon's inputs, on the controller, before any host changes.
+
+Documentation lives in rsync_daemon_problems.yml beside this file.
+"""
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.bdp.wan_tune.plugins.module_utils import rsyncd
+
+
+def rsync_daemon_problems(settings):
+    """{modules, users, address, ...} -> a list of messages (empty when every input is usable); no password shown."""
+    if not isinstance(settings, dict):
+        raise AnsibleFilterError('rsync_daemon_problems: expected a mapping of the daemon settings')
+    dummy, problems = rsyncd.check(settings)
+    return problems
+
+
+class FilterModule(object):
+    def filters(self):
+        return {'rsync_daemon_problems': rsync_daemon_problems}

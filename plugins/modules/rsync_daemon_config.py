@@ -1,0 +1,400 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, bdp.wan_tune contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+DOCUMENTATION = r"""
+---
+module: rsync_daemon_config
+short_description: Write rsyncd.conf and the secrets file for the rsync daemon, or restore what was there
+version_added: 0.2.0
+description:
+  - Checks the settings with the rules of the filter bdp.wan_tune.rsync_daemon_problems and fails before writing
+    anything when one is not usable; also fails when a module path is not a directory on the host.
+  - "Writes O(conf_path) with secure defaults: C(use chroot), C(list = no), C(reverse lookup = no), C(read only) unless
+    a module says otherwise, C(hosts allow) and C(hosts deny = *) for every module, C(max connections) of at least
+    O(streams), and C(auth digest) only where the installed rsync knows it and offers the digest."
+  - Writes O(secrets_path) (root, mode 0600); its content never appears in a diff or the result.
+  - Before the first change it keeps a copy of a pre-existing O(conf_path) and O(secrets_path), and whether the
+    service was enabled and active, in O(state_dir). O(state=absent) puts them back (or removes the files the module
+    created) and reports the service's earlier state.
+  - Reports the installed rsync (upstream and package version) and whether it has the fixes for CVE-2024-12084 to
+    CVE-2024-12088 and CVE-2024-12747, taking the distribution's backports into account; warns when it has not.
+  - RV(restart_needed) says whether a setting the daemon reads only at start-up (port, address, socket options)
+    changed; modules are read again on every connection.
+author:
+  - bdp.wan_tune maintainers (@bdp-wan-tune)
+options:
+  state:
+    description: V(present) writes the files; V(absent) restores what was there before the first change.
+    type: str
+    choices: [present, absent]
+    default: present
+  modules:
+    description: The modules, as the role's C(rsync_daemon_modules).
+    type: list
+    elements: raw
+    default: []
+  users:
+    description: The users and their passwords, as the role's C(rsync_daemon_users).
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      name:
+        description: The user name.
+        type: str
+        required: true
+      password:
+        description: The password; never shown.
+        type: str
+        required: true
+  address:
+    description: The address to listen on, or V(all).
+    type: str
+    default: all
+  port:
+    description: The TCP port.
+    type: int
+    default: 873
+  streams:
+    description: The planned parallel streams; the lowest C(max connections) of a module.
+    type: int
+    default: 4
+  hosts_allow:
+    description: Hosts allowed for modules that give no C(hosts_allow).
+    type: list
+    elements: str
+    default: []
+  allow_self:
+    description: Also allow the host itself (127.0.0.1 and ::1, or the bound address) in every module, for the
+      verification.
+    type: bool
+    default: true
+  socket_options:
+    description: rsync C(socket options); SO_SNDBUF and SO_RCVBUF are refused.
+    type: str
+    default: ''
+  auth_digest:
+    description: The weakest digest accepted for authentication (C(auth digest)); empty for no floor. Written only
+      where the installed rsync supports the parameter and offers the digest.
+    type: str
+    default: sha256
+  conf_path:
+    description: The daemon's configuration file.
+    type: path
+    default: /etc/rsyncd.conf
+  secrets_path:
+    description: The secrets file.
+    type: path
+    default: /etc/rsyncd.secrets
+  service:
+    description: The daemon's systemd unit, whose earlier state is recorded before the first change.
+    type: str
+    default: rsync.service
+  header:
+    description: Comment lines at the top of O(conf_path) (for example C(ansible_managed)).
+    type: str
+    default: ''
+  state_dir:
+    description: Where the copies of the earlier files and the record are kept.
+    type: path
+    default: /var/lib/bdp_wan_tune
+extends_documentation_fragment:
+  - bdp.wan_tune.attributes
+  - ansible.builtin.action_common_attributes
+notes:
+  - rsync daemon traffic is not encrypted. Use it on a private circuit, a VPN or IPsec, otherwise rsync over SSH.
+"""
+
+EXAMPLES = r"""
+- name: Write the daemon's configuration
+  bdp.wan_tune.rsync_daemon_config:
+    modules:
+      - name: incoming
+        path: /srv/incoming
+        read_only: false
+        auth_users: [migrate]
+        hosts_allow: [198.18.3.0/24]
+    users:
+      - name: migrate
+        password: "{{ vault_rsync_password }}"
+    streams: 8
+  register: rsync_daemon_result
+"""
+
+RETURN = r"""
+restart_needed:
+  description: A setting read only at start-up changed (or the file is new).
+  returned: state=present
+  type: bool
+version:
+  description: The installed rsync.
+  returned: always
+  type: dict
+  contains:
+    upstream:
+      description: The version from C(rsync --version), or null when rsync is not installed.
+      type: str
+    package:
+      description: The distribution package's version, or null.
+      type: str
+    auth_digest_supported:
+      description: Whether this rsync knows the C(auth digest) parameter.
+      type: bool
+    auth_list:
+      description: The digests listed as the daemon auth list.
+      type: list
+      elements: str
+cve:
+  description: Whether the installed rsync has the fixes for the 2024-2025 CVEs.
+  returned: always
+  type: dict
+  contains:
+    fixed:
+      description: true, false, or null when unknown.
+      type: bool
+    reason:
+      description: Why.
+      type: str
+    cves:
+      description: The CVEs judged.
+      type: list
+      elements: str
+auth_digest:
+  description: The C(auth digest) written, or empty with the reason in RV(auth_digest_note).
+  returned: state=present
+  type: str
+auth_digest_note:
+  description: Why no C(auth digest) was written, when none was.
+  returned: state=present
+  type: str
+modules:
+  description: The modules as written (name, path, read_only, auth_users, hosts_allow, max_connections, ...).
+  returned: state=present
+  type: list
+  elements: dict
+check_mode:
+  description: Whether the module ran in check mode (also when a task or an include set it, which C(ansible_check_mode)
+    does not show).
+  returned: always
+  type: bool
+service_before:
+  description: The service's state before the first change, C(enabled) and C(active) (null when unknown).
+  returned: always
+  type: dict
+files:
+  description: What happened to each file (written, unchanged, restored, removed).
+  returned: always
+  type: dict
+"""
+
+import os
+import shutil
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.bdp.wan_tune.plugins.module_utils import files
+from ansible_collections.bdp.wan_tune.plugins.module_utils import rsyncd
+
+RECORD = 'rsync_daemon.json'
+SECRETS_SHOWN = '(the secrets file: %d users; its content is not shown)\n'
+
+
+def os_release():
+    values = {}
+    for line in (files.read_text('/etc/os-release') or '').split('\n'):
+        if '=' in line:
+            key, value = line.split('=', 1)
+            values[key] = value.strip().strip('"')
+    return values
+
+
+def installed(module, os_info):
+    """The installed rsync: upstream and package versions, auth digest support, and the CVE verdict."""
+    info = {'upstream': None, 'package': None, 'auth_digest_supported': False, 'auth_list': []}
+    changelog = ''
+    binary = module.get_bin_path('rsync')
+    if binary:
+        rc, out, err = module.run_command([binary, '--version'])
+        info['upstream'] = rsyncd.upstream_version(out)
+        info['auth_list'] = rsyncd.auth_list(out)
+        try:
+            with open(os.path.realpath(binary), 'rb') as handle:
+                info['auth_digest_supported'] = b'auth digest' in handle.read()
+        except (IOError, OSError):
+            pass
+    dpkg, rpm = module.get_bin_path('dpkg-query'), module.get_bin_path('rpm')
+    if dpkg:
+        rc, out, err = module.run_command([dpkg, '-W', '-f', '${db:Status-Abbrev}${Version}', 'rsync'])
+        if rc == 0 and out.startswith('ii'):
+            info['package'] = out[2:].strip()
+            rc, out, err = module.run_command('zcat /usr/share/doc/rsync/changelog.Debian.gz', use_unsafe_shell=False)
+            changelog = out if rc == 0 else ''
+    elif rpm:
+        rc, out, err = module.run_command([rpm, '-q', '--qf', '%{EPOCHNUM}:%{VERSION}-%{RELEASE}', 'rsync'])
+        if rc == 0:
+            info['package'] = out.strip()
+            rc, out, err = module.run_command([rpm, '-q', '--changelog', 'rsync'])
+            changelog = out if rc == 0 else ''
+    cve = rsyncd.cve_status(info['upstream'], info['package'], os_info.get('ID'), os_info.get('VERSION_ID'),
+                            changelog)
+    cve['cves'] = list(rsyncd.CVES)
+    return info, cve
+
+
+def service_state(module, service):
+    systemctl = module.get_bin_path('systemctl')
+    if not systemctl:
+        return {'enabled': None, 'active': None}
+    rc_enabled, out_enabled, err = module.run_command([systemctl, 'is-enabled', service])
+    rc_active, out_active, err = module.run_command([systemctl, 'is-active', service])
+    return {'enabled': out_enabled.strip() == 'enabled', 'active': out_active.strip() == 'active'}
+
+
+def keep_copy(module, path, copy):
+    """Copy ``path`` (with its mode and owner) to ``copy``; whether there was a file."""
+    if not os.path.exists(path):
+        return False
+    directory = os.path.dirname(copy)
+    if not os.path.isdir(directory):
+        os.makedirs(directory, 0o700)
+    shutil.copy2(path, copy)
+    stat = os.stat(path)
+    os.chown(copy, stat.st_uid, stat.st_gid)
+    return True
+
+
+def present(module, params, result):
+    plan, problems = rsyncd.check(dict((key, params[key]) for key in (
+        'modules', 'users', 'address', 'port', 'streams', 'socket_options', 'auth_digest', 'hosts_allow',
+        'allow_self')))
+    if problems:
+        module.fail_json(msg='The rsync daemon settings are not usable (nothing was changed):\n'
+                         + '\n'.join('- ' + item for item in problems), **result)
+    missing = [item['path'] for item in plan['modules'] if not os.path.isdir(item['path'])]
+    if missing:
+        module.fail_json(msg='Module paths that are not directories on this host: %s. Create them (owned by the '
+                         "module's uid/gid for a writable module) first; nothing was changed." % ', '.join(missing),
+                         **result)
+    version = result['version']
+    digest, note = plan['auth_digest'], ''
+    if digest and not version['auth_digest_supported']:
+        digest, note = '', 'rsync %s does not know the auth digest parameter' % (version['upstream'] or '?')
+    elif digest and digest not in version['auth_list']:
+        digest, note = '', 'this rsync does not offer %s (daemon auth list: %s)' % (
+            plan['auth_digest'], ' '.join(version['auth_list']) or 'none')
+    text = rsyncd.render_config(dict(plan, auth_digest=digest), params['header'], params['secrets_path'])
+    secrets = rsyncd.render_secrets(plan['users'])
+    old_text = files.read_text(params['conf_path'])
+    old_secrets = files.read_text(params['secrets_path'])
+    stat = os.stat(params['secrets_path']) if old_secrets is not None else None
+    secrets_ok = (old_secrets == secrets and stat.st_uid == 0 and stat.st_mode & 0o7777 == 0o600) \
+        if stat else False
+    result.update(auth_digest=digest, auth_digest_note=note, modules=plan['modules'],
+                  restart_needed=old_text != text and rsyncd.restart_needed(old_text, text))
+    result['files'] = {params['conf_path']: 'unchanged' if old_text == text else 'written',
+                       params['secrets_path']: 'unchanged' if secrets_ok else 'written'}
+    result['changed'] = old_text != text or not secrets_ok
+    if result['changed'] and module._diff:
+        result['diff'] = [{'before_header': params['conf_path'], 'after_header': params['conf_path'],
+                           'before': old_text or '', 'after': text}]
+        if not secrets_ok:
+            result['diff'].append({'before_header': params['secrets_path'], 'after_header': params['secrets_path'],
+                                   'before': SECRETS_SHOWN % old_secrets.count('\n') if old_secrets else '',
+                                   'after': SECRETS_SHOWN % len(plan['users'])
+                                   + ('(owner root, mode 0600)\n' if old_secrets else '')})
+    if not result['changed'] or module.check_mode:
+        return
+    record_path = os.path.join(params['state_dir'], RECORD)
+    record = files.load_record(record_path)
+    if not record:
+        copies = os.path.join(params['state_dir'], 'rsync_daemon')
+        conf_kept = keep_copy(module, params['conf_path'], os.path.join(copies, 'rsyncd.conf'))
+        secrets_kept = keep_copy(module, params['secrets_path'], os.path.join(copies, 'rsyncd.secrets'))
+        record = {
+            'conf': {'path': params['conf_path'], 'existed': conf_kept},
+            'secrets': {'path': params['secrets_path'], 'existed': secrets_kept},
+            'service': service_state(module, params['service']),
+        }
+        files.save_record(module, record_path, record)
+    result['service_before'] = record.get('service', {})
+    files.write_atomic(module, params['secrets_path'], secrets, mode=0o600)
+    os.chown(params['secrets_path'], 0, 0)
+    files.write_atomic(module, params['conf_path'], text, mode=0o644)
+
+
+def absent(module, params, result):
+    record_path = os.path.join(params['state_dir'], RECORD)
+    record = files.load_record(record_path)
+    copies = os.path.join(params['state_dir'], 'rsync_daemon')
+    result['service_before'] = record.get('service', {'enabled': None, 'active': None})
+    result['files'] = {}
+    if not record:
+        return
+    result['changed'] = True
+    for key, name in (('conf', 'rsyncd.conf'), ('secrets', 'rsyncd.secrets')):
+        entry = record.get(key) or {}
+        path, copy = entry.get('path'), os.path.join(copies, name)
+        if not path:
+            continue
+        existed = entry.get('existed') and os.path.exists(copy)
+        result['files'][path] = 'restored' if existed else 'removed'
+        if module._diff and key == 'conf':
+            result['diff'] = {'before_header': path, 'after_header': path, 'before': files.read_text(path) or '',
+                              'after': files.read_text(copy) or '' if existed else ''}
+        if module.check_mode:
+            continue
+        if existed:
+            stat = os.stat(copy)
+            shutil.copy2(copy, path)
+            os.chown(path, stat.st_uid, stat.st_gid)
+            os.unlink(copy)
+        elif os.path.exists(path):
+            os.unlink(path)
+    if not module.check_mode:
+        if os.path.isdir(copies) and not os.listdir(copies):
+            os.rmdir(copies)
+        files.save_record(module, record_path, {})
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            state=dict(type='str', choices=['present', 'absent'], default='present'),
+            modules=dict(type='list', elements='raw', default=[]),
+            # Only the passwords are secret: a no_log list would mask the user names everywhere in the result.
+            users=dict(type='list', elements='dict', default=[], options=dict(
+                name=dict(type='str', required=True),
+                password=dict(type='str', required=True, no_log=True))),
+            address=dict(type='str', default='all'),
+            port=dict(type='int', default=873),
+            streams=dict(type='int', default=4),
+            hosts_allow=dict(type='list', elements='str', default=[]),
+            allow_self=dict(type='bool', default=True),
+            socket_options=dict(type='str', default=''),
+            auth_digest=dict(type='str', default='sha256', no_log=False),
+            conf_path=dict(type='path', default='/etc/rsyncd.conf'),
+            secrets_path=dict(type='path', default='/etc/rsyncd.secrets', no_log=False),
+            service=dict(type='str', default='rsync.service'),
+            header=dict(type='str', default=''),
+            state_dir=dict(type='path', default=files.STATE_DIR),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    version, cve = installed(module, os_release())
+    result = {'changed': False, 'version': version, 'cve': cve, 'check_mode': module.check_mode,
+              'service_before': files.load_record(os.path.join(params['state_dir'], RECORD)).get(
+                  'service', {'enabled': None, 'active': None})}
+    if params['state'] == 'present':
+        if cve['fixed'] is False:
+            module.warn('The installed rsync lacks the fixes for %s: %s.' % (', '.join(rsyncd.CVES), cve['reason']))
+        present(module, params, result)
+    else:
+        absent(module, params, result)
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()

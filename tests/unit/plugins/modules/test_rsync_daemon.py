@@ -1,0 +1,181 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, bdp.wan_tune contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""rsync_daemon_config against files in tmp_path, and rsync_daemon_check against a real rsync daemon on loopback
+started from the configuration rsync_daemon_config wrote."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+
+import pytest
+
+from ansible_collections.bdp.wan_tune.plugins.modules import rsync_daemon_check
+from ansible_collections.bdp.wan_tune.plugins.modules import rsync_daemon_config
+
+PASSWORD = 'Sup3r-s3cret-pw'
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason='writes root-owned files')
+
+
+@pytest.fixture
+def paths(tmp_path):
+    for name in ('incoming', 'pub', 'state'):
+        (tmp_path / name).mkdir()
+    os.chmod(str(tmp_path), 0o755)
+    return tmp_path
+
+
+def args(paths, **kwargs):
+    base = {
+        'modules': [{'name': 'incoming', 'path': str(paths / 'incoming'), 'read_only': False,
+                     'auth_users': ['migrate'], 'hosts_allow': ['198.18.3.0/24'], 'uid': 'root', 'gid': 'root'},
+                    {'name': 'pub', 'path': str(paths / 'pub'), 'hosts_allow': ['198.18.3.0/24']}],
+        'users': [{'name': 'migrate', 'password': PASSWORD}],
+        'conf_path': str(paths / 'rsyncd.conf'), 'secrets_path': str(paths / 'rsyncd.secrets'),
+        'state_dir': str(paths / 'state'), 'service': 'bdp-wan-tune-test-none.service',
+        'header': '#\n# Ansible managed\n#\n',
+    }
+    base.update(kwargs)
+    return base
+
+
+def read(path):
+    with open(str(path)) as handle:
+        return handle.read()
+
+
+@needs_root
+def test_present_check_mode_idempotence_and_secrets(paths, run_module):
+    checked = run_module(rsync_daemon_config.main, dict(args(paths), _ansible_check_mode=True, _ansible_diff=True))
+    assert checked['rc'] == 0 and checked['changed'] is True
+    assert not (paths / 'rsyncd.conf').exists() and not (paths / 'rsyncd.secrets').exists()
+    assert 'read only = no' in checked['diff'][0]['after']
+    assert PASSWORD not in str(checked) and '1 users; its content is not shown' in checked['diff'][1]['after']
+    assert checked['version']['upstream'] and checked['cve']['fixed'] in (True, False)
+
+    first = run_module(rsync_daemon_config.main, args(paths))
+    assert first['changed'] is True and first['restart_needed'] is True and PASSWORD not in str(first)
+    secrets = os.stat(str(paths / 'rsyncd.secrets'))
+    assert secrets.st_mode & 0o7777 == 0o600 and secrets.st_uid == 0
+    assert read(paths / 'rsyncd.secrets') == 'migrate:%s\n' % PASSWORD
+    conf = read(paths / 'rsyncd.conf')
+    assert conf.startswith('#\n# Ansible managed\n#\n') and 'secrets file = %s' % (paths / 'rsyncd.secrets') in conf
+    assert ('auth digest = sha256' in conf) == first['version']['auth_digest_supported']
+
+    again = run_module(rsync_daemon_config.main, args(paths))
+    assert again['changed'] is False and again['restart_needed'] is False
+
+    os.chmod(str(paths / 'rsyncd.secrets'), 0o644)
+    mode = run_module(rsync_daemon_config.main, args(paths))
+    assert mode['changed'] is True and mode['restart_needed'] is False
+    assert os.stat(str(paths / 'rsyncd.secrets')).st_mode & 0o7777 == 0o600
+
+    module_only = run_module(rsync_daemon_config.main, args(paths, streams=8))
+    assert module_only['changed'] is True and module_only['restart_needed'] is False
+    port = run_module(rsync_daemon_config.main, args(paths, streams=8, port=8873))
+    assert port['changed'] is True and port['restart_needed'] is True
+
+
+@needs_root
+def test_absent_restores_the_earlier_files(paths, run_module):
+    earlier = '# the admin\'s own daemon\n[old]\n    path = /srv/old\n'
+    (paths / 'rsyncd.conf').write_text(earlier)
+    run_module(rsync_daemon_config.main, args(paths))
+    assert read(paths / 'rsyncd.conf') != earlier
+    checked = run_module(rsync_daemon_config.main, dict(args(paths, state='absent'), _ansible_check_mode=True))
+    assert checked['changed'] is True and read(paths / 'rsyncd.conf') != earlier
+    undone = run_module(rsync_daemon_config.main, args(paths, state='absent'))
+    assert undone['changed'] is True and undone['files'] == {str(paths / 'rsyncd.conf'): 'restored',
+                                                             str(paths / 'rsyncd.secrets'): 'removed'}
+    assert read(paths / 'rsyncd.conf') == earlier and not (paths / 'rsyncd.secrets').exists()
+    assert not (paths / 'state').exists() or os.listdir(str(paths / 'state')) == []
+    assert run_module(rsync_daemon_config.main, args(paths, state='absent'))['changed'] is False
+
+
+@needs_root
+def test_absent_removes_what_it_created(paths, run_module):
+    run_module(rsync_daemon_config.main, args(paths))
+    run_module(rsync_daemon_config.main, args(paths, state='absent'))
+    assert not (paths / 'rsyncd.conf').exists() and not (paths / 'rsyncd.secrets').exists()
+
+
+def test_refusals_change_nothing(paths, run_module):
+    bad = args(paths)
+    bad['modules'][0]['auth_users'] = []
+    refused = run_module(rsync_daemon_config.main, bad)
+    assert refused['failed'] and 'read_only is false, but auth_users is empty' in refused['msg']
+    assert 'nothing was changed' in refused['msg']
+    missing = args(paths)
+    missing['modules'][1]['path'] = str(paths / 'nowhere')
+    refused = run_module(rsync_daemon_config.main, missing)
+    assert refused['failed'] and str(paths / 'nowhere') in refused['msg']
+    assert not (paths / 'rsyncd.conf').exists() and not (paths / 'rsyncd.secrets').exists()
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def daemon(paths, run_module):
+    """A real rsync daemon on 127.0.0.1 from the configuration rsync_daemon_config writes."""
+    if os.geteuid() != 0 or not shutil.which('rsync'):
+        pytest.skip('needs root and rsync')
+    port = free_port()
+    assert run_module(rsync_daemon_config.main, args(paths, port=port))['changed']
+    proc = subprocess.Popen(['rsync', '--daemon', '--no-detach', '--config', str(paths / 'rsyncd.conf'),
+                             '--log-file', str(paths / 'rsyncd.log')])
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        try:
+            socket.create_connection(('127.0.0.1', port), 1).close()
+            break
+        except OSError:
+            time.sleep(0.1)
+    yield port
+    proc.terminate()
+    proc.wait(10)
+
+
+def test_check_against_a_real_daemon(paths, daemon, run_module):
+    modules = [{'name': 'incoming', 'path': str(paths / 'incoming'), 'read_only': False, 'auth_users': ['migrate']},
+               {'name': 'pub', 'path': str(paths / 'pub'), 'read_only': True, 'auth_users': []}]
+    users = [{'name': 'migrate', 'password': PASSWORD}]
+    result = run_module(rsync_daemon_check.main, {'port': daemon, 'modules': modules, 'users': users})
+    assert result['rc'] == 0, result['msg']
+    assert [(c['check'], c['passed']) for c in result['checks']] == [
+        ('daemon answers', True), ('authenticated write', True), ('wrong password refused', True),
+        ('anonymous write refused', True), ('read-only module refuses a write', True)]
+    assert result['greeting'].startswith('@RSYNCD:') and PASSWORD not in str(result)
+    assert os.listdir(str(paths / 'incoming')) == [] and os.listdir(str(paths / 'pub')) == []
+
+    # A wrong password in the role's users makes the authenticated write fail, and the check says so.
+    wrong = run_module(rsync_daemon_check.main, {'port': daemon, 'modules': modules,
+                                                 'users': [{'name': 'migrate', 'password': 'not-it'}]})
+    assert wrong['failed'] and 'authenticated write [incoming]' in wrong['msg'] and 'auth failed' in wrong['msg']
+
+
+def test_check_without_a_daemon(run_module, paths):
+    result = run_module(rsync_daemon_check.main, {'port': free_port(), 'modules': []})
+    assert result['failed'] and 'daemon answers' in result['msg']
+
+
+@needs_root
+def test_warns_on_an_rsync_without_the_cve_fixes(paths, run_module, monkeypatch):
+    def old_rsync(module, os_info):
+        version = {'upstream': '3.2.7', 'package': '3.2.7-1', 'auth_digest_supported': False, 'auth_list': ['md5']}
+        return version, dict(rsync_daemon_config.rsyncd.cve_status('3.2.7', '3.2.7-1', 'debian', '12'),
+                             cves=list(rsync_daemon_config.rsyncd.CVES))
+    monkeypatch.setattr(rsync_daemon_config, 'installed', old_rsync)
+    result = run_module(rsync_daemon_config.main, args(paths))
+    assert result['rc'] == 0 and result['cve']['fixed'] is False
+    assert any('lacks the fixes for CVE-2024-12084' in item and '3.2.7-1+deb12u1' in item
+               for item in result['warning_msgs']), result['warning_msgs']
+    assert result['auth_digest'] == '' and 'does not know the auth digest parameter' in result['auth_digest_note']
+    assert 'auth digest' not in read(paths / 'rsyncd.conf')
