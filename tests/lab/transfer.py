@@ -57,6 +57,7 @@ PARTS = BASE + '/parts'
 MODULE = 'xfer'
 RSYNC_USER = 'xfer'
 PASSWORD_FILE = '/root/.xfer-rsync.pass'
+TRANSFER_PLAYBOOK = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'transfer.yml')
 HPN_PORT = 2222
 NO_HPNSSH = ('no HPN-SSH binary (hpnscp in host A, hpnsshd in host B): there is no HPN-SSH package for Debian 12; '
              'provide hpn_ssh_package_files (docs/hpn_ssh.md)')
@@ -242,33 +243,38 @@ def make_data(lab, size_bytes, streams):
     return {'files': len(names), 'streams': len(groups)}
 
 
-def setup_transports(lab):
-    """The transports' servers in B and their clients in A: sshd with a key for root, the rsync daemon
-    (module xfer, user xfer, writable, for A only), and HPN-SSH's sshd on port 2222 where B has it."""
+def setup_transports(lab, workdir, streams, quiet=False):
+    """The transports' servers in B and their clients in A: sshd with a key for root; the rsync daemon through
+    the bdp.wan_tune.rsync_daemon role (tests/lab/transfer.yml: module xfer, user xfer, writable, for A only);
+    HPN-SSH's sshd on port 2222 where B has it. Returns the inventory and extra-vars files for tune()."""
     sh(lab, 'A', 'mkdir -p -m 0700 /root/.ssh && rm -f /root/.ssh/id_ed25519* && '
                  'ssh-keygen -q -t ed25519 -N "" -f /root/.ssh/id_ed25519')
     sh(lab, 'B', 'mkdir -p -m 0700 /root/.ssh && cat > /root/.ssh/authorized_keys && chmod 600 /root/.ssh/authorized_keys'
        ' && systemctl start ssh', stdin=sh(lab, 'A', 'cat /root/.ssh/id_ed25519.pub').stdout)
-    password = os.urandom(12).hex()
-    conf = '\n'.join(['uid = root', 'gid = root', 'use chroot = yes', 'numeric ids = yes',
-                      '[%s]' % MODULE, '  path = %s' % DEST, '  read only = false', '  auth users = %s' % RSYNC_USER,
-                      '  secrets file = /etc/rsyncd.secrets', '  hosts allow = %s' % lab.address('A'),
-                      '  max connections = 64', ''])
-    sh(lab, 'B', 'cat > /etc/rsyncd.conf', stdin=conf)
-    sh(lab, 'B', 'umask 077 && cat > /etc/rsyncd.secrets && systemctl restart rsync',
-       stdin='%s:%s\n' % (RSYNC_USER, password))
-    sh(lab, 'A', 'umask 077 && cat > ' + PASSWORD_FILE, stdin=password + '\n')
-    sh(lab, 'B', 'renice -n %d -p $(systemctl show -P MainPID ssh) $(systemctl show -P MainPID rsync) >/dev/null'
-       % NICE)
     sh(lab, 'A', 'ssh-keyscan -t ed25519 %s > /root/.ssh/known_hosts' % lab.address('B'), timeout=60)
+    password = os.urandom(12).hex()
+    files = {'inventory': os.path.join(workdir, 'inventory.ini'), 'extra': os.path.join(workdir, 'transfer.json')}
+    demo.write_inventory(lab, files['inventory'])
+    with open(os.open(files['extra'], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), 'w') as handle:
+        json.dump({'transfer_password': password, 'transfer_sender': lab.address('A'), 'transfer_path': DEST,
+                   'transfer_streams': streams}, handle)
+    demo.ansible_playbook(['-i', files['inventory'], TRANSFER_PLAYBOOK, '-e', '@' + files['extra']], quiet=quiet)
+    sh(lab, 'A', 'umask 077 && cat > ' + PASSWORD_FILE, stdin=password + '\n')
     hpn = sh(lab, 'A', 'command -v hpnscp', check=False).returncode == 0 and \
         sh(lab, 'B', 'command -v hpnsshd', check=False).returncode == 0
     if hpn:
         sh(lab, 'B', 'cp /root/.ssh/authorized_keys /root/.ssh/authorized_keys2; '
-                     'nice -n %d $(command -v hpnsshd) -p %d' % (NICE, HPN_PORT))
+                     '$(command -v hpnsshd) -p %d' % HPN_PORT)
         sh(lab, 'A', 'ssh-keyscan -p %d -t ed25519 %s >> /root/.ssh/known_hosts' % (HPN_PORT, lab.address('B')),
            timeout=60)
-    return {'transport_setup': 'own', 'hpnssh': hpn}
+    renice_servers(lab)
+    return files, {'transport_setup': 'ssh keys; rsync daemon: role bdp.wan_tune.rsync_daemon', 'hpnssh': hpn}
+
+
+def renice_servers(lab):
+    """The servers in B (and so the processes they start for each transfer) at NICE."""
+    sh(lab, 'B', 'renice -n %d -p $(systemctl show -P MainPID ssh) $(systemctl show -P MainPID rsync) '
+                 '$(pgrep -x hpnsshd) >/dev/null' % NICE)
 
 
 def commands(lab, method, streams):
@@ -347,11 +353,12 @@ def run_phase(lab, phase, streams, size_bytes, hpn, log):
     return runs
 
 
-def tune(lab, workdir, args):
-    inventory = os.path.join(workdir, 'inventory.ini')
-    demo.write_inventory(lab, inventory)
-    demo.ansible_playbook(['-i', inventory, demo.PLAYBOOK, '-e', json.dumps({'rate': args.rate, 'rtt': args.rtt})],
+def tune(lab, files, args):
+    """playbooks/wan_tune.yml on both hosts, then the rsync daemon's playbook again (the role, no change expected)."""
+    demo.ansible_playbook(['-i', files['inventory'], demo.PLAYBOOK, '-e', json.dumps({'rate': args.rate, 'rtt': args.rtt})],
                           quiet=args.quiet)
+    demo.ansible_playbook(['-i', files['inventory'], TRANSFER_PLAYBOOK, '-e', '@' + files['extra']], quiet=args.quiet)
+    renice_servers(lab)
 
 
 def transfer(args, log=None):
@@ -373,10 +380,12 @@ def transfer(args, log=None):
         result.update(make_data(lab, size_bytes, args.streams))
         log('%s of random data in %d files in host A (%.0f s)'
             % (bdp.human_bytes(size_bytes), result['files'], time.monotonic() - started))
-        result.update(setup_transports(lab))
+        log('the transports: ssh keys, the rsync daemon with the role bdp.wan_tune.rsync_daemon (tests/lab/transfer.yml)')
+        files, setup = setup_transports(lab, workdir, result['streams'], args.quiet)
+        result.update(setup)
         stock = run_phase(lab, 'stock', result['streams'], size_bytes, result['hpnssh'], log)
-        log('applying playbooks/wan_tune.yml -e "rate=%s rtt=%s"' % (args.rate, args.rtt))
-        tune(lab, workdir, args)
+        log('applying playbooks/wan_tune.yml -e "rate=%s rtt=%s", then tests/lab/transfer.yml again' % (args.rate, args.rtt))
+        tune(lab, files, args)
         tuned = run_phase(lab, 'tuned', result['streams'], size_bytes, result['hpnssh'], log)
         result['delay_line'] = lab.counters()
     result['methods'] = {method: summarize_method(stock[method], tuned[method]) for method in METHODS}
