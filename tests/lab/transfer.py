@@ -48,6 +48,7 @@ MAX_FILES = 64
 # The transfer's processes at both ends run at this nice value, so that other work on the machine the lab
 # shares does not starve them: the lab measures the path and the transports, not the neighbours.
 NICE = -20
+STEADY_WINDOW_S = 3.0          # the steady rate is the best rate over this long (30 round trips at 98 ms)
 TOP_PROCESSES = 3               # processes per host kept in the JSON
 BASE = '/srv/xfer'              # a tmpfs in each lab host: no disk in the measurement
 SRC = BASE + '/src'
@@ -62,8 +63,11 @@ HPN_PORT = 2222
 NO_HPNSSH = ('no HPN-SSH binary (hpnscp in host A, hpnsshd in host B): there is no HPN-SSH package for Debian 12; '
              'provide hpn_ssh_package_files (docs/hpn_ssh.md)')
 SAMPLER = r'''
-import json, os, select, sys, time
+import json, os, re, select, subprocess, sys, time
 me = str(os.getpid())
+peer = sys.argv[1] if len(sys.argv) > 1 else ''
+acked = {}
+series = []
 def snap():
     out = {}
     for pid in os.listdir('/proc'):
@@ -76,6 +80,11 @@ def snap():
             continue
         fields = data[data.rindex(')') + 2:].split()
         out[pid] = [data[data.index('(') + 1:data.rindex(')')], int(fields[11]) + int(fields[12])]
+    if peer:
+        text = subprocess.run(['ss', '-tinH', 'dst', peer], capture_output=True, text=True, check=False).stdout
+        for conn, count in re.findall(r'(\S+:\d+)\s+\S+:\d+.*?\n.*?bytes_acked:(\d+)', text):
+            acked[conn] = max(acked.get(conn, 0), int(count))
+        series.append([time.monotonic(), sum(acked.values())])
     return out
 first = snap()
 seen = dict(first)
@@ -83,7 +92,7 @@ print('ready', flush=True)
 while not select.select([sys.stdin], [], [], 0.2)[0]:
     seen.update(snap())
 seen.update(snap())
-print(json.dumps({'clk_tck': os.sysconf('SC_CLK_TCK'), 'first': first, 'last': seen}))
+print(json.dumps({'clk_tck': os.sysconf('SC_CLK_TCK'), 'first': first, 'last': seen, 'acked': series}))
 '''
 
 
@@ -140,6 +149,22 @@ def cpu_usage(sample, seconds, top=TOP_PROCESSES):
             used.append({'pid': int(pid), 'comm': comm, 'cores': round(cores, 3)})
     used.sort(key=lambda item: (-item['cores'], item['pid']))
     return used[:top]
+
+
+def steady_bps(series, window=STEADY_WINDOW_S):
+    """The highest rate over ``window`` seconds in a series of [time, bytes acked] samples of the sender's
+    connections (``ss -ti`` in A): the transport's steady rate, free of its handshake and of slow start, and
+    of moments when the machine the lab shares did not run the transfer's processes. None without enough samples."""
+    best = None
+    start = 0
+    for end in range(len(series)):
+        while start + 1 < end and series[end][0] - series[start + 1][0] >= window:
+            start += 1              # the shortest span of at least ``window`` that ends at ``end``
+        span = series[end][0] - series[start][0]
+        if span >= window:
+            rate = (series[end][1] - series[start][1]) * 8 / span
+            best = rate if best is None else max(best, rate)
+    return round(best) if best is not None else None
 
 
 def is_cpu_limited(run):
@@ -301,8 +326,8 @@ def commands(lab, method, streams):
 class Sampler(object):
     """CPU per process in one lab host, from before a transfer to after it (SAMPLER, run with python3)."""
 
-    def __init__(self, lab, host):
-        argv = lab._exec_argv(host, ['python3', '-c', SAMPLER], stdin=True)  # pylint: disable=protected-access
+    def __init__(self, lab, host, peer=''):
+        argv = lab._exec_argv(host, ['python3', '-c', SAMPLER, peer], stdin=True)  # pylint: disable=protected-access
         self.proc = subprocess.Popen(argv,  # pylint: disable=consider-using-with
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                                      env=wanlab.podman_env())
@@ -320,7 +345,7 @@ def run_method(lab, method, streams, size_bytes):
     sh(lab, 'B', 'rm -rf %s' % dest)
     if method == 'rsync_daemon_parallel':
         sh(lab, 'B', 'mkdir -p %s' % dest)
-    samplers = {host: Sampler(lab, host) for host in 'AB'}
+    samplers = {'A': Sampler(lab, 'A', lab.address('B')), 'B': Sampler(lab, 'B')}
     timed = 'renice -n %d -p $$ >/dev/null\nstart=$(date +%%s.%%N)\n( %s ) >&2\nrc=$?\nend=$(date +%%s.%%N)\n' \
         'echo "$start $end"\nexit $rc' % (NICE, commands(lab, method, streams))
     proc = sh(lab, 'A', timed, check=False, timeout=7200)
@@ -336,7 +361,7 @@ def run_method(lab, method, streams, size_bytes):
     sh(lab, 'B', 'rm -rf %s' % dest)
     cpu = {host: cpu_usage(sample, seconds) for host, sample in samples.items()}
     return {'bps': round(size_bytes * 8 / seconds), 'seconds': round(seconds, 3), 'verified': True,
-            'cpu': cpu, 'error': None}
+            'steady_bps': steady_bps(samples['A'].get('acked', [])), 'cpu': cpu, 'error': None}
 
 
 def run_phase(lab, phase, streams, size_bytes, hpn, log):

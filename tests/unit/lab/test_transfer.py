@@ -8,6 +8,7 @@ The lab run itself is tests/integration/test_transfer_lab.py."""
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 import pytest
@@ -136,3 +137,24 @@ def test_size_and_streams_are_checked():
         transfer.parse_args(['--streams', '0'])
     assert transfer.parse_args(['--size', '400m']).command == \
         'make transfer RATE=1g RTT=98 LOSS=0 MTU=9000 SIZE=400m STREAMS=4'
+
+
+def test_steady_bps_is_the_best_rate_over_the_window():
+    # 1 s of handshake, then 2 MiB per 0.098 s (171 Mbit/s) for 4 s, then a stall of 2 s
+    series = [[t / 10.0, 0] for t in range(11)]
+    series += [[1.0 + t / 10.0, round(t / 10.0 * 2097152 / 0.098)] for t in range(1, 41)]
+    series += [[5.0 + t / 10.0, series[-1][1]] for t in range(1, 21)]
+    assert round(transfer.steady_bps(series, 3.0) / 1e6) == 171
+    assert transfer.steady_bps(series[:20], 3.0) is None         # under 3 s of samples
+    assert transfer.steady_bps([], 3.0) is None
+    whole = (series[-1][1] - series[0][1]) * 8 / (series[-1][0] - series[0][0])
+    assert whole < 0.6 * transfer.steady_bps(series, 3.0)
+
+
+def test_sampler_reads_bytes_acked_from_ss():
+    text = ('ESTAB 0      2033256    198.18.0.1:50410   198.18.0.2:22  \n'
+            '\t cubic wscale:7,7 rto:300 rtt:99.186/0.272 bytes_sent:827981261 bytes_acked:825948006 segs_out:1\n'
+            'ESTAB 0      0    198.18.0.1:50412   198.18.0.2:873  \n'
+            '\t bbr wscale:11,11 rto:304 bytes_acked:229 bytes_received:200\n')
+    regex = transfer.SAMPLER.split("re.findall(r'")[1].split("', text)")[0]
+    assert re.findall(regex, text) == [('198.18.0.1:50410', '825948006'), ('198.18.0.1:50412', '229')]
