@@ -198,8 +198,13 @@ def _share(bps, rate_bps):
     return '%.0f %%' % (100.0 * bps / rate_bps) if bps is not None else '-'
 
 
+def _steady(entry):
+    return '%s / %s' % tuple(_mbit((entry.get(phase) or {}).get('steady_bps')) for phase in ('stock', 'tuned'))
+
+
 def rows(result):
-    """Table rows: transport, stock and tuned Mbit/s and share of the link, CPU-bound, note."""
+    """Table rows: transport, stock and tuned goodput in Mbit/s and as a share of the link, the steady rates,
+    CPU-bound, note."""
     out = []
     for method in METHODS:
         entry = result['methods'][method]
@@ -208,21 +213,25 @@ def rows(result):
             note = 'SSH window ceiling %s Mbit/s' % _mbit(result['ssh_window_ceiling_bps'])
         out.append((label(method, result['streams']), _mbit(entry['stock_bps']),
                     _share(entry['stock_bps'], result['rate_bps']), _mbit(entry['tuned_bps']),
-                    _share(entry['tuned_bps'], result['rate_bps']), 'yes' if entry['cpu_limited'] else 'no', note))
+                    _share(entry['tuned_bps'], result['rate_bps']), _steady(entry),
+                    'yes' if entry['cpu_limited'] else 'no', note))
     return out
 
 
-HEADER = ('transport', 'stock Mbit/s', 'stock share', 'tuned Mbit/s', 'tuned share', 'CPU-bound', 'note')
+HEADER = ('transport', 'stock Mbit/s', 'stock share', 'tuned Mbit/s', 'tuned share', 'steady stock / tuned',
+          'CPU-bound', 'note')
+COLUMNS = len(HEADER) - 1       # the note goes under the table
 
 
 def table(result):
     """The plain-text table printed at the end of `make transfer`."""
-    body = [row[:6] for row in rows(result)]
-    width = [max(len(r[i]) for r in body + [HEADER[:6]]) for i in range(6)]
+    body = [row[:COLUMNS] for row in rows(result)]
+    width = [max(len(r[i]) for r in body + [HEADER[:COLUMNS]]) for i in range(COLUMNS)]
     lines = ['  '.join(('%-*s' if i == 0 else '%*s') % (width[i], cell) for i, cell in enumerate(r))
-             for r in [HEADER[:6]] + body]
-    notes = ['%s: %s' % (r[0], r[6]) for r in rows(result) if r[6]]
-    return '\n'.join(lines + [''] + notes)
+             for r in [HEADER[:COLUMNS]] + body]
+    notes = ['%s: %s' % (r[0], r[COLUMNS]) for r in rows(result) if r[COLUMNS]]
+    steady = 'steady: the best %g s of the sender\'s bytes acked (ss -ti), in Mbit/s' % STEADY_WINDOW_S
+    return '\n'.join(lines + ['', steady] + notes)
 
 
 def markdown(result):
@@ -230,9 +239,11 @@ def markdown(result):
     lines = ['# Transfer lab: %s, %s of incompressible data in %d files' % (
         result['link'], bdp.human_bytes(result['size_bytes']), result['files']), '',
         'Command: `%s`. Measured %s. Share: of the link rate (%s). CPU-bound: a process at either end used '
-        'at least %.0f %% of a core during the stock or the tuned run.' % (
-            result['command'], result['finished'], bdp.human_rate(result['rate_bps']), 100 * CPU_LIMIT_CORES),
-        '', '| ' + ' | '.join(HEADER) + ' |', '|---|' + '---:|' * 4 + '---|---|']
+        'at least %.0f %% of a core during the stock or the tuned run. Goodput: the bytes of the files over the time '
+        'of the whole command. Steady: the best %g s of the sender\'s bytes acked (`ss -ti`).' % (
+            result['command'], result['finished'], bdp.human_rate(result['rate_bps']), 100 * CPU_LIMIT_CORES,
+            STEADY_WINDOW_S),
+        '', '| ' + ' | '.join(HEADER) + ' |', '|---|' + '---:|' * 5 + '---|---|']
     lines += ['| ' + ' | '.join(r) + ' |' for r in rows(result)]
     return '\n'.join(lines) + '\n'
 

@@ -68,7 +68,7 @@ def test_cpu_usage_counts_new_processes_from_zero_and_ignores_idle_ones():
 def run(bps, cores=0.1, error=None):
     if error:
         return {'bps': None, 'error': error}
-    return {'bps': bps, 'seconds': 10.0, 'verified': True, 'error': None,
+    return {'bps': bps, 'seconds': 10.0, 'verified': True, 'error': None, 'steady_bps': bps * 1.1,
             'cpu': {'A': [{'pid': 9, 'comm': 'ssh', 'cores': cores}], 'B': []}}
 
 
@@ -100,17 +100,17 @@ def test_table_rows_and_markdown():
     rows = transfer.rows(result())
     assert [r[0] for r in rows] == ['scp (OpenSSH)', 'rsync over SSH (OpenSSH)', 'rsync daemon, 1 stream',
                                     'rsync daemon, 4 streams', 'HPN-SSH (hpnscp)']
-    assert rows[0][1:6] == ('150', '15 %', '160', '16 %', 'no')
-    assert rows[0][6] == 'SSH window ceiling 171 Mbit/s'
+    assert rows[0][1:7] == ('150', '15 %', '160', '16 %', '165 / 176', 'no')
+    assert rows[0][7] == 'SSH window ceiling 171 Mbit/s'
     assert rows[2][1:5] == ('210', '21 %', '950', '95 %')
-    assert rows[3][5] == 'yes'
-    assert rows[4][1:6] == ('-', '-', '-', '-', 'no') and 'no HPN-SSH package for Debian 12' in rows[4][6]
+    assert rows[3][6] == 'yes'
+    assert rows[4][1:7] == ('-', '-', '-', '-', '- / -', 'no') and 'no HPN-SSH package for Debian 12' in rows[4][7]
     text = transfer.table(result())
     assert text.splitlines()[0].split() == ['transport', 'stock', 'Mbit/s', 'stock', 'share', 'tuned', 'Mbit/s',
-                                            'tuned', 'share', 'CPU-bound']
+                                            'tuned', 'share', 'steady', 'stock', '/', 'tuned', 'CPU-bound']
     assert 'HPN-SSH (hpnscp): no HPN-SSH binary' in text
     md = transfer.markdown(result())
-    assert '| rsync daemon, 1 stream | 210 | 21 % | 950 | 95 % | no |  |' in md
+    assert '| rsync daemon, 1 stream | 210 | 21 % | 950 | 95 % | 231 / 1045 | no |  |' in md
     assert md.count('\n|') == 7          # header, rule, five transports
 
 
