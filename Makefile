@@ -10,8 +10,10 @@ DURATION ?= 15
 INVENTORY ?=
 N ?= 20
 CONNECTION ?= ssh
+SIZE ?= 2g
+STREAMS ?= 4
 
-.PHONY: help setup image vm-image demo test lint sanity units molecule transport-test host-test lab-test jumbo-test vm-test benchmark docs changelog fleet-bench clean
+.PHONY: help setup image vm-image demo test lint sanity units molecule transport-test host-test lab-test jumbo-test vm-test benchmark transfer docs changelog fleet-bench clean
 
 help:
 	@echo "make demo [RATE=1g RTT=98 LOSS=0 MTU=9000 DURATION=15] [INVENTORY=path]"
@@ -19,6 +21,8 @@ help:
 	@echo "make test                                    set up, then run every check CI runs"
 	@echo "make lint | sanity | units | molecule | transport-test | host-test | lab-test | jumbo-test | vm-test   one part of the tests"
 	@echo "make benchmark [BENCH_ARGS=--quick]        the WAN-lab scenario matrix: docs/benchmarks.md, JSON and PNG"
+	@echo "make transfer [RATE=1g RTT=98 LOSS=0 MTU=9000 SIZE=2g STREAMS=4]"
+	@echo "                                            scp, rsync over SSH, rsync daemon (1 and STREAMS streams), HPN-SSH: stock vs tuned"
 	@echo "make docs                                    regenerate docs/reference/ (roles, modules, filters) from their docs"
 	@echo "make changelog                               regenerate CHANGELOG.rst from changelogs/changelog.yaml"
 	@echo "make fleet-bench [N=20 CONNECTION=ssh|podman]  no-op re-run of wan_tune.yml against ansible -m setup on N containers"
@@ -68,6 +72,10 @@ vm-test: vm-image
 
 benchmark: setup
 	@bash -c '. scripts/env.sh && python tests/lab/benchmark.py $(BENCH_ARGS)'
+
+transfer: image
+	@bash -c '. scripts/env.sh && python tests/lab/transfer.py --rate "$(RATE)" --rtt "$(RTT)" --loss "$(LOSS)" \
+		--mtu "$(MTU)" --size "$(SIZE)" --streams "$(STREAMS)"'
 
 docs: setup
 	@bash scripts/docs.sh

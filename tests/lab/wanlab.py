@@ -99,6 +99,7 @@ _NAME_RE = re.compile(r'^bdp-lab(-[a-z0-9]+)*$')
 _QUEUE_RE = re.compile(r'^\s*([0-9]+)\s*([a-zA-Z]*)\s*$')
 _QUEUE_UNITS = {'': 1, 'b': 1, 'k': 10 ** 3, 'kb': 10 ** 3, 'm': 10 ** 6, 'mb': 10 ** 6,
                 'kib': 2 ** 10, 'mib': 2 ** 20, 'g': 10 ** 9, 'gb': 10 ** 9, 'gib': 2 ** 30}
+BYTES_HELP = 'a byte count (4000000, 4m, 4MiB, 2g)'
 QUEUE_HELP = "'auto' (1 x BDP, at least %d packets) or a byte count (4000000, 4m, 4MiB)" % QUEUE_MIN_PACKETS
 
 
@@ -126,18 +127,24 @@ def _mtu(value, option, upper=MAX_MTU):
     return _whole(value, option, MIN_MTU, upper, 'a whole number of bytes from %d to %d' % (MIN_MTU, upper))
 
 
+def parse_bytes(value, option, accepted=BYTES_HELP):
+    """A byte count: 4000000, 4m (decimal), 4MiB (binary), 2g; LabError naming ``option`` otherwise."""
+    if isinstance(value, bool):
+        raise LabError('%s: %r is not usable; expected %s.' % (option, value, accepted))
+    if isinstance(value, int):
+        return value
+    match = _QUEUE_RE.match(str(value))
+    if not match or match.group(2).lower() not in _QUEUE_UNITS:
+        raise LabError('%s: %r is not a byte count; expected %s.' % (option, value, accepted))
+    return int(match.group(1)) * _QUEUE_UNITS[match.group(2).lower()]
+
+
 def _queue(value, mtu, bdp_bytes):
     if value is None or (isinstance(value, str) and value.strip().lower() == 'auto'):
         return max(bdp_bytes, QUEUE_MIN_PACKETS * mtu)
     if isinstance(value, bool):
         raise LabError('--queue: %r is not usable; expected %s.' % (value, QUEUE_HELP))
-    if isinstance(value, int):
-        size = value
-    else:
-        match = _QUEUE_RE.match(str(value))
-        if not match or match.group(2).lower() not in _QUEUE_UNITS:
-            raise LabError('--queue: %r is not a byte count; expected %s.' % (value, QUEUE_HELP))
-        size = int(match.group(1)) * _QUEUE_UNITS[match.group(2).lower()]
+    size = parse_bytes(value, '--queue', QUEUE_HELP)
     if size < mtu:
         raise LabError('--queue: %r is %d bytes, less than one %d-byte packet (--mtu); expected %s.'
                        % (value, size, mtu, QUEUE_HELP))
@@ -1045,17 +1052,18 @@ class Lab(object):
     def address(self, host):
         return ADDR[_canonical_host(host)]
 
-    def _exec_argv(self, host, argv):
+    def _exec_argv(self, host, argv, stdin=False):
         if self.hosts == 'containers':
-            return ['podman', 'exec', self.host_name(host)] + list(argv)
+            # podman exec passes stdin on only with -i
+            return ['podman', 'exec'] + (['-i'] if stdin else []) + [self.host_name(host)] + list(argv)
         return ['ip', 'netns', 'exec', self.host_name(host)] + list(argv)
 
     def exec(self, host, argv, check=False, capture=True, timeout=None, input=None):  # pylint: disable=redefined-builtin
         """Run ``argv`` in lab host A or B; return a subprocess.CompletedProcess (text)."""
         if isinstance(argv, str):
             argv = ['sh', '-c', argv]
-        proc = subprocess.run(self._exec_argv(host, argv), capture_output=capture, text=True, timeout=timeout,
-                              input=input, env=podman_env(), check=False)
+        proc = subprocess.run(self._exec_argv(host, argv, input is not None), capture_output=capture, text=True,
+                              timeout=timeout, input=input, env=podman_env(), check=False)
         if check and proc.returncode != 0:
             output = ((proc.stderr or '') + (proc.stdout or '')).strip()
             raise LabError('%s on %s failed (exit %d): %s' % (' '.join(argv), host, proc.returncode, output))

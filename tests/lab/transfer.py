@@ -1,0 +1,479 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, bdp.wan_tune contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The transfer lab behind `make transfer`: file transports across the WAN lab, stock against tuned.
+
+The same tree of incompressible files goes from lab host A to lab host B with each transport: scp and
+rsync over the distribution's OpenSSH, rsync to the rsync daemon (one stream), the rsync daemon with
+STREAMS parallel streams (the files split into STREAMS lists of about equal size, one rsync each), and
+HPN-SSH where both hosts have it. First on stock hosts, then again after playbooks/wan_tune.yml. Every
+copy is checked with sha256sum at the receiver; a mismatch fails the run. CPU per process is sampled
+in both hosts (/proc/PID/stat) to tell a transport limited by a core from one limited by its window.
+Prints a table and writes results/transfer-<timestamp>.json and .md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import wanlab  # noqa: E402  pylint: disable=wrong-import-position
+import demo  # noqa: E402  pylint: disable=wrong-import-position
+
+from ansible_collections.bdp.wan_tune.plugins.module_utils import bdp  # noqa: E402
+
+ROOT = wanlab.REPO_ROOT
+RESULTS = os.path.join(ROOT, 'results')
+LAB_NAME = 'bdp-lab-xfer'
+METHODS = ('scp', 'rsync_ssh', 'rsync_daemon', 'rsync_daemon_parallel', 'hpnssh')
+LABELS = {
+    'scp': 'scp (OpenSSH)',
+    'rsync_ssh': 'rsync over SSH (OpenSSH)',
+    'rsync_daemon': 'rsync daemon, 1 stream',
+    'rsync_daemon_parallel': 'rsync daemon, %d streams',
+    'hpnssh': 'HPN-SSH (hpnscp)',
+}
+SSH_METHODS = ('scp', 'rsync_ssh')
+# OpenSSH's channel window, CHAN_SES_WINDOW_DEFAULT in channels.h (64 x 32 KiB; OpenSSH 9.2 and 10.x)
+SSH_WINDOW_BYTES = 2 * 1024 * 1024
+CPU_LIMIT_CORES = 0.9           # a process that used this share of a core over the transfer counts as CPU-bound
+FILE_BYTES = 128 * 2 ** 20      # about this much per file in the tree; the parallel streams share the files out
+MAX_FILES = 64
+# The transfer's processes at both ends run at this nice value, so that other work on the machine the lab
+# shares does not starve them: the lab measures the path and the transports, not the neighbours.
+NICE = -20
+STEADY_WINDOW_S = 3.0          # the steady rate is the best rate over this long (30 round trips at 98 ms)
+TOP_PROCESSES = 3               # processes per host kept in the JSON
+BASE = '/srv/xfer'              # a tmpfs in each lab host: no disk in the measurement
+SRC = BASE + '/src'
+DEST = BASE + '/in'
+MANIFEST = BASE + '/manifest.sha256'
+PARTS = BASE + '/parts'
+MODULE = 'xfer'
+RSYNC_USER = 'xfer'
+PASSWORD_FILE = '/root/.xfer-rsync.pass'
+HPN_PORT = 2222
+NO_HPNSSH = ('no HPN-SSH binary (hpnscp in host A, hpnsshd in host B): there is no HPN-SSH package for Debian 12; '
+             'provide hpn_ssh_package_files (docs/hpn_ssh.md)')
+SAMPLER = r'''
+import json, os, re, select, subprocess, sys, time
+me = str(os.getpid())
+peer = sys.argv[1] if len(sys.argv) > 1 else ''
+acked = {}
+series = []
+def snap():
+    out = {}
+    for pid in os.listdir('/proc'):
+        if not pid.isdigit() or pid == me:
+            continue
+        try:
+            with open('/proc/%s/stat' % pid) as handle:
+                data = handle.read()
+        except OSError:
+            continue
+        fields = data[data.rindex(')') + 2:].split()
+        out[pid] = [data[data.index('(') + 1:data.rindex(')')], int(fields[11]) + int(fields[12])]
+    if peer:
+        text = subprocess.run(['ss', '-tinH', 'dst', peer], capture_output=True, text=True, check=False).stdout
+        for conn, count in re.findall(r'(\S+:\d+)\s+\S+:\d+.*?\n.*?bytes_acked:(\d+)', text):
+            acked[conn] = max(acked.get(conn, 0), int(count))
+        series.append([time.monotonic(), sum(acked.values())])
+    return out
+first = snap()
+seen = dict(first)
+print('ready', flush=True)
+while not select.select([sys.stdin], [], [], 0.2)[0]:
+    seen.update(snap())
+seen.update(snap())
+print(json.dumps({'clk_tck': os.sysconf('SC_CLK_TCK'), 'first': first, 'last': seen, 'acked': series}))
+'''
+
+
+class TransferError(RuntimeError):
+    """A transfer that must fail the run (a checksum mismatch, a lab that does not work)."""
+
+
+# --------------------------------------------------------------------------- pure helpers (unit-tested)
+
+def window_ceiling_bps(window_bytes, rtt_ms):
+    """The most a fixed window carries per round trip: 2 MiB / 98 ms = 171 Mbit/s."""
+    return window_bytes * 8 / (float(rtt_ms) / 1000.0)
+
+
+def file_count(size_bytes, streams):
+    """Files of about FILE_BYTES, at least one per stream, a multiple of ``streams``, at most MAX_FILES.
+
+    Few large files, because scp (SFTP in OpenSSH 9) spends about five round trips on each file."""
+    count = max(streams, min(MAX_FILES, -(-size_bytes // FILE_BYTES)))
+    return min(MAX_FILES, -(-count // streams) * streams)
+
+
+def file_sizes(size_bytes, count):
+    """``count`` sizes adding up to ``size_bytes`` (the first ones one byte larger)."""
+    count = max(1, min(count, size_bytes))
+    base, extra = divmod(size_bytes, count)
+    return [base + (1 if i < extra else 0) for i in range(count)]
+
+
+def split_streams(files, streams):
+    """Share (name, size) pairs out into ``streams`` lists of about equal bytes (largest first, to the lightest)."""
+    groups = [[] for dummy in range(max(1, min(streams, len(files))))]
+    loads = [0] * len(groups)
+    for name, size in sorted(files, key=lambda item: (-item[1], item[0])):
+        lightest = loads.index(min(loads))
+        groups[lightest].append(name)
+        loads[lightest] += size
+    return [sorted(group) for group in groups]
+
+
+def cpu_usage(sample, seconds, top=TOP_PROCESSES):
+    """Cores used per process over a transfer of ``seconds`` from a sampler's first and last snapshots.
+
+    A process not in the first snapshot started during the transfer and counts from zero. Returns the
+    ``top`` busiest as [{'pid', 'comm', 'cores'}], busiest first."""
+    if seconds <= 0:
+        return []
+    tck = float(sample['clk_tck'])
+    used = []
+    for pid, (comm, ticks) in sample['last'].items():
+        start = sample['first'].get(pid, [comm, 0])[1]
+        cores = (ticks - start) / tck / seconds
+        if cores > 0:
+            used.append({'pid': int(pid), 'comm': comm, 'cores': round(cores, 3)})
+    used.sort(key=lambda item: (-item['cores'], item['pid']))
+    return used[:top]
+
+
+def steady_bps(series, window=STEADY_WINDOW_S):
+    """The highest rate over ``window`` seconds in a series of [time, bytes acked] samples of the sender's
+    connections (``ss -ti`` in A): the transport's steady rate, free of its handshake and of slow start, and
+    of moments when the machine the lab shares did not run the transfer's processes. None without enough samples."""
+    best = None
+    start = 0
+    for end in range(len(series)):
+        while start + 1 < end and series[end][0] - series[start + 1][0] >= window:
+            start += 1              # the shortest span of at least ``window`` that ends at ``end``
+        span = series[end][0] - series[start][0]
+        if span >= window:
+            rate = (series[end][1] - series[start][1]) * 8 / span
+            best = rate if best is None else max(best, rate)
+    return round(best) if best is not None else None
+
+
+def is_cpu_limited(run):
+    """True when a process at either end used a whole core (CPU_LIMIT_CORES) during this run."""
+    return any(proc['cores'] >= CPU_LIMIT_CORES for host in ('A', 'B') for proc in run.get('cpu', {}).get(host, []))
+
+
+def summarize_method(stock, tuned):
+    """The JSON entry of one transport from its stock and tuned runs (dicts with bps, error, cpu, ...)."""
+    errors = ['%s: %s' % (phase, run['error']) for phase, run in (('stock', stock), ('tuned', tuned))
+              if run.get('error')]
+    if stock.get('error') and stock.get('error') == tuned.get('error'):
+        errors = [stock['error']]
+    return {
+        'stock_bps': stock.get('bps'), 'tuned_bps': tuned.get('bps'),
+        'cpu_limited': is_cpu_limited(stock) or is_cpu_limited(tuned),
+        'error': '; '.join(errors) or None,
+        'stock': stock, 'tuned': tuned,
+    }
+
+
+def label(method, streams):
+    return LABELS[method] % streams if '%d' in LABELS[method] else LABELS[method]
+
+
+def _mbit(bps):
+    return '%.0f' % (bps / 1e6) if bps is not None else '-'
+
+
+def _share(bps, rate_bps):
+    return '%.0f %%' % (100.0 * bps / rate_bps) if bps is not None else '-'
+
+
+def _steady(entry):
+    return '%s / %s' % tuple(_mbit((entry.get(phase) or {}).get('steady_bps')) for phase in ('stock', 'tuned'))
+
+
+def rows(result):
+    """Table rows: transport, stock and tuned goodput in Mbit/s and as a share of the link, the steady rates,
+    CPU-bound, note."""
+    out = []
+    for method in METHODS:
+        entry = result['methods'][method]
+        note = entry['error'] or ''
+        if method in SSH_METHODS and not note:
+            note = 'SSH window ceiling %s Mbit/s' % _mbit(result['ssh_window_ceiling_bps'])
+        out.append((label(method, result['streams']), _mbit(entry['stock_bps']),
+                    _share(entry['stock_bps'], result['rate_bps']), _mbit(entry['tuned_bps']),
+                    _share(entry['tuned_bps'], result['rate_bps']), _steady(entry),
+                    'yes' if entry['cpu_limited'] else 'no', note))
+    return out
+
+
+HEADER = ('transport', 'stock Mbit/s', 'stock share', 'tuned Mbit/s', 'tuned share', 'steady stock / tuned',
+          'CPU-bound', 'note')
+COLUMNS = len(HEADER) - 1       # the note goes under the table
+
+
+def table(result):
+    """The plain-text table printed at the end of `make transfer`."""
+    body = [row[:COLUMNS] for row in rows(result)]
+    width = [max(len(r[i]) for r in body + [HEADER[:COLUMNS]]) for i in range(COLUMNS)]
+    lines = ['  '.join(('%-*s' if i == 0 else '%*s') % (width[i], cell) for i, cell in enumerate(r))
+             for r in [HEADER[:COLUMNS]] + body]
+    notes = ['%s: %s' % (r[0], r[COLUMNS]) for r in rows(result) if r[COLUMNS]]
+    steady = 'steady: the best %g s of the sender\'s bytes acked (ss -ti), in Mbit/s' % STEADY_WINDOW_S
+    return '\n'.join(lines + ['', steady] + notes)
+
+
+def markdown(result):
+    """The same table in Markdown, with the link and the command."""
+    lines = ['# Transfer lab: %s, %s of incompressible data in %d files' % (
+        result['link'], bdp.human_bytes(result['size_bytes']), result['files']), '',
+        'Command: `%s`. Measured %s. Share: of the link rate (%s). CPU-bound: a process at either end used '
+        'at least %.0f %% of a core during the stock or the tuned run. Goodput: the bytes of the files over the time '
+        'of the whole command. Steady: the best %g s of the sender\'s bytes acked (`ss -ti`).' % (
+            result['command'], result['finished'], bdp.human_rate(result['rate_bps']), 100 * CPU_LIMIT_CORES,
+            STEADY_WINDOW_S),
+        '', '| ' + ' | '.join(HEADER) + ' |', '|---|' + '---:|' * 5 + '---|---|']
+    lines += ['| ' + ' | '.join(r) + ' |' for r in rows(result)]
+    return '\n'.join(lines) + '\n'
+
+
+# --------------------------------------------------------------------------- the lab hosts
+
+def sh(lab, host, script, check=True, timeout=600, stdin=None):
+    """Run a shell script in lab host A or B; raise TransferError when it fails and ``check``."""
+    proc = lab.exec(host, ['bash', '-c', script], timeout=timeout, input=stdin)
+    if check and proc.returncode != 0:
+        raise TransferError('host %s: %s failed (exit %d): %s' % (
+            host, script.splitlines()[0][:120], proc.returncode, (proc.stderr + proc.stdout).strip()[-2000:]))
+    return proc
+
+
+def make_data(lab, size_bytes, streams):
+    """The tree of incompressible files in A (on a tmpfs), its checksum manifest in both hosts, the stream lists."""
+    sizes = file_sizes(size_bytes, file_count(size_bytes, streams))
+    names = ['f%03d.bin' % i for i in range(len(sizes))]
+    margin = 64 * 2 ** 20
+    for host in 'AB':
+        sh(lab, host, 'mkdir -p %s && mount -t tmpfs -o size=%d,mode=0755 tmpfs %s && mkdir -p %s %s %s'
+           % (BASE, size_bytes + margin, BASE, SRC, DEST, PARTS))
+    script = ['set -e', 'renice -n %d -p $$ >/dev/null' % NICE, 'cd ' + SRC]
+    script += ['head -c %d /dev/urandom > %s' % (size, name) for name, size in zip(names, sizes)]
+    script += ['sha256sum %s > %s' % (' '.join(names), MANIFEST)]
+    sh(lab, 'A', '\n'.join(script), timeout=1800)
+    manifest = sh(lab, 'A', 'cat ' + MANIFEST).stdout
+    sh(lab, 'B', 'cat > ' + MANIFEST, stdin=manifest)
+    groups = split_streams(list(zip(names, sizes)), streams)
+    for number, group in enumerate(groups):
+        sh(lab, 'A', 'cat > %s/%d' % (PARTS, number), stdin='\n'.join(group) + '\n')
+    return {'files': len(names), 'streams': len(groups)}
+
+
+def setup_transports(lab, workdir, streams, quiet=False):
+    """The transports' servers in B and their clients in A: sshd with a key for root; the rsync daemon through
+    playbooks/wan_tune.yml --tags rsync_daemon (the receiver's group_vars: rsync_daemon=true, module xfer, user xfer,
+    writable, for A only);
+    HPN-SSH's sshd on port 2222 where B has it. Returns the inventory file for tune() and what was set up."""
+    sh(lab, 'A', 'mkdir -p -m 0700 /root/.ssh && rm -f /root/.ssh/id_ed25519* && '
+                 'ssh-keygen -q -t ed25519 -N "" -f /root/.ssh/id_ed25519')
+    sh(lab, 'B', 'mkdir -p -m 0700 /root/.ssh && cat > /root/.ssh/authorized_keys && chmod 600 /root/.ssh/authorized_keys'
+       ' && systemctl start ssh', stdin=sh(lab, 'A', 'cat /root/.ssh/id_ed25519.pub').stdout)
+    sh(lab, 'A', 'ssh-keyscan -t ed25519 %s > /root/.ssh/known_hosts' % lab.address('B'), timeout=60)
+    password = os.urandom(12).hex()
+    files = {'inventory': os.path.join(workdir, 'inventory.ini')}
+    demo.write_inventory(lab, files['inventory'])
+    # The receiver's group variables (next to the inventory, never on the command line: they hold the password):
+    # the playbook's opt-in rsync_daemon=true and the daemon's module, as an operator would write them.
+    os.makedirs(os.path.join(workdir, 'group_vars'), exist_ok=True)
+    receiver = {'rsync_daemon': True, 'rsync_daemon_streams': streams,
+                'rsync_daemon_modules': [{'name': 'xfer', 'path': DEST, 'comment': 'transfer lab', 'read_only': False,
+                                          'auth_users': ['xfer'], 'hosts_allow': [lab.address('A')], 'uid': 'root',
+                                          'gid': 'root', 'numeric_ids': True}],
+                'rsync_daemon_users': [{'name': 'xfer', 'password': password}]}
+    path = os.path.join(workdir, 'group_vars', 'receiver.json')
+    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), 'w') as handle:
+        json.dump(receiver, handle)
+    # Stock hosts with the transport: the playbook with only the rsync_daemon tag (no tuning).
+    demo.ansible_playbook(['-i', files['inventory'], demo.PLAYBOOK, '--tags', 'rsync_daemon'], quiet=quiet)
+    sh(lab, 'A', 'umask 077 && cat > ' + PASSWORD_FILE, stdin=password + '\n')
+    hpn = sh(lab, 'A', 'command -v hpnscp', check=False).returncode == 0 and \
+        sh(lab, 'B', 'command -v hpnsshd', check=False).returncode == 0
+    if hpn:
+        sh(lab, 'B', 'cp /root/.ssh/authorized_keys /root/.ssh/authorized_keys2; '
+                     '$(command -v hpnsshd) -p %d' % HPN_PORT)
+        sh(lab, 'A', 'ssh-keyscan -p %d -t ed25519 %s >> /root/.ssh/known_hosts' % (HPN_PORT, lab.address('B')),
+           timeout=60)
+    renice_servers(lab)
+    return files, {'transport_setup': 'ssh keys; rsync daemon: playbooks/wan_tune.yml with rsync_daemon=true',
+                   'hpnssh': hpn}
+
+
+def renice_servers(lab):
+    """The servers in B (and so the processes they start for each transfer) at NICE."""
+    sh(lab, 'B', 'renice -n %d -p $(systemctl show -P MainPID ssh) $(systemctl show -P MainPID rsync) '
+                 '$(pgrep -x hpnsshd) >/dev/null' % NICE)
+
+
+def commands(lab, method, streams):
+    """The shell command in A that copies SRC to DEST/<method> on B."""
+    dst = lab.address('B')
+    ssh_opts = '-o BatchMode=yes'
+    if method == 'scp':
+        return 'scp -q -r %s %s root@%s:%s/scp' % (ssh_opts, SRC, dst, DEST)
+    if method == 'rsync_ssh':
+        return 'rsync -a -e "ssh %s" %s/ root@%s:%s/rsync_ssh/' % (ssh_opts, SRC, dst, DEST)
+    daemon = 'rsync -a --password-file=%s' % PASSWORD_FILE
+    url = 'rsync://%s@%s/%s' % (RSYNC_USER, dst, MODULE)
+    if method == 'rsync_daemon':
+        return '%s %s/ %s/rsync_daemon/' % (daemon, SRC, url)
+    if method == 'rsync_daemon_parallel':
+        jobs = ['%s --files-from=%s/%d %s/ %s/rsync_daemon_parallel/ & pids="$pids $!"' % (daemon, PARTS, n, SRC, url)
+                for n in range(streams)]
+        return '\n'.join(['pids=""'] + jobs + ['rc=0', 'for p in $pids; do wait $p || rc=1; done', 'exit $rc'])
+    if method == 'hpnssh':
+        return 'hpnscp -q -r -P %d %s %s root@%s:%s/hpnssh' % (HPN_PORT, ssh_opts, SRC, dst, DEST)
+    raise ValueError(method)
+
+
+class Sampler(object):
+    """CPU per process in one lab host, from before a transfer to after it (SAMPLER, run with python3)."""
+
+    def __init__(self, lab, host, peer=''):
+        argv = lab._exec_argv(host, ['python3', '-c', SAMPLER, peer], stdin=True)  # pylint: disable=protected-access
+        self.proc = subprocess.Popen(argv,  # pylint: disable=consider-using-with
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                     env=wanlab.podman_env())
+        if self.proc.stdout.readline().strip() != 'ready':
+            raise TransferError('host %s: the CPU sampler did not start' % host)
+
+    def stop(self):
+        out, _err = self.proc.communicate('stop\n', timeout=60)
+        return json.loads(out)
+
+
+def run_method(lab, method, streams, size_bytes):
+    """One copy A -> B: its goodput, the busiest processes in both hosts, checked with sha256sum at B."""
+    dest = '%s/%s' % (DEST, method)
+    sh(lab, 'B', 'rm -rf %s' % dest)
+    if method == 'rsync_daemon_parallel':
+        sh(lab, 'B', 'mkdir -p %s' % dest)
+    samplers = {'A': Sampler(lab, 'A', lab.address('B')), 'B': Sampler(lab, 'B')}
+    timed = 'renice -n %d -p $$ >/dev/null\nstart=$(date +%%s.%%N)\n( %s ) >&2\nrc=$?\nend=$(date +%%s.%%N)\n' \
+        'echo "$start $end"\nexit $rc' % (NICE, commands(lab, method, streams))
+    proc = sh(lab, 'A', timed, check=False, timeout=7200)
+    samples = {host: sampler.stop() for host, sampler in samplers.items()}
+    if proc.returncode != 0:
+        return {'bps': None, 'error': 'exit %d: %s' % (proc.returncode, proc.stderr.strip()[-500:])}
+    start, end = (float(x) for x in proc.stdout.split()[-2:])
+    seconds = end - start
+    check = sh(lab, 'B', 'cd %s && nice -n %d sha256sum --quiet -c %s' % (dest, NICE // 2, MANIFEST), check=False,
+               timeout=1800)
+    if check.returncode != 0:
+        raise TransferError('%s: checksum mismatch at the receiver: %s' % (method, (check.stdout + check.stderr)[-1000:]))
+    sh(lab, 'B', 'rm -rf %s' % dest)
+    cpu = {host: cpu_usage(sample, seconds) for host, sample in samples.items()}
+    return {'bps': round(size_bytes * 8 / seconds), 'seconds': round(seconds, 3), 'verified': True,
+            'steady_bps': steady_bps(samples['A'].get('acked', [])), 'cpu': cpu, 'error': None}
+
+
+def run_phase(lab, phase, streams, size_bytes, hpn, log):
+    runs = {}
+    for method in METHODS:
+        if method == 'hpnssh' and not hpn:
+            runs[method] = {'bps': None, 'error': NO_HPNSSH}
+            continue
+        runs[method] = run_method(lab, method, streams, size_bytes)
+        run = runs[method]
+        log('%s %-22s %s' % (phase, method, 'error: ' + run['error'] if run['error'] else '%s Mbit/s in %.1f s, '
+                             'busiest: %s' % (_mbit(run['bps']), run['seconds'], ', '.join(
+                                 '%s %s %.2f' % (h, p['comm'], p['cores']) for h in 'AB' for p in run['cpu'][h][:1]))))
+    return runs
+
+
+def tune(lab, files, args):
+    """playbooks/wan_tune.yml on both hosts: the tuning, and the rsync daemon on the receiver (no change expected)."""
+    demo.ansible_playbook(['-i', files['inventory'], demo.PLAYBOOK, '-e', json.dumps({'rate': args.rate, 'rtt': args.rtt})],
+                          quiet=args.quiet)
+    renice_servers(lab)
+
+
+def transfer(args, log=None):
+    """The whole lab run; returns the result and writes results/transfer-<timestamp>.json and .md."""
+    log = log or (lambda msg: print('transfer: ' + msg, file=sys.stderr))
+    size_bytes = wanlab.parse_bytes(args.size, '--size (SIZE)')
+    if size_bytes < 2 ** 20:
+        raise wanlab.LabError('--size (SIZE): %r is below 1 MiB; expected e.g. 2g or 400m' % (args.size,))
+    lab = wanlab.Lab(rate=args.rate, rtt=args.rtt, loss=args.loss, mtu=args.mtu, hosts='containers', name=args.name,
+                     log=lambda msg: log('lab: ' + msg))
+    config = lab.config
+    result = {'rate_bps': config['rate_bps'], 'rtt_ms': config['rtt_ms'], 'loss_pct': config['loss_pct'],
+              'mtu': config['mtu'], 'size_bytes': size_bytes, 'streams': args.streams, 'link': wanlab.describe(config),
+              'ssh_window_bytes': SSH_WINDOW_BYTES, 'cpu_limit_cores': CPU_LIMIT_CORES, 'nice': NICE, 'command': args.command,
+              'ssh_window_ceiling_bps': round(window_ceiling_bps(SSH_WINDOW_BYTES, config['rtt_ms'])),
+              'started': time.strftime('%Y-%m-%dT%H:%M:%S%z')}
+    with lab, tempfile.TemporaryDirectory(prefix='bdp-xfer-') as workdir:
+        started = time.monotonic()
+        result.update(make_data(lab, size_bytes, args.streams))
+        log('%s of random data in %d files in host A (%.0f s)'
+            % (bdp.human_bytes(size_bytes), result['files'], time.monotonic() - started))
+        log('the transports: ssh keys, the rsync daemon through playbooks/wan_tune.yml --tags rsync_daemon')
+        files, setup = setup_transports(lab, workdir, result['streams'], args.quiet)
+        result.update(setup)
+        stock = run_phase(lab, 'stock', result['streams'], size_bytes, result['hpnssh'], log)
+        log('applying playbooks/wan_tune.yml -e "rate=%s rtt=%s" (receiver: rsync_daemon=true)' % (args.rate, args.rtt))
+        tune(lab, files, args)
+        tuned = run_phase(lab, 'tuned', result['streams'], size_bytes, result['hpnssh'], log)
+        result['delay_line'] = lab.counters()
+    result['methods'] = {method: summarize_method(stock[method], tuned[method]) for method in METHODS}
+    result['finished'] = time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())
+    os.makedirs(args.results, exist_ok=True)
+    path = os.path.join(args.results, 'transfer-%s.json' % time.strftime('%Y%m%d-%H%M%S'))
+    with open(path, 'w') as handle:
+        json.dump(result, handle, indent=2, sort_keys=True)
+    with open(path[:-len('.json')] + '.md', 'w') as handle:
+        handle.write(markdown(result))
+    result['path'] = path
+    print('\n%s, %s in %d files\n%s\nresults: %s'
+          % (result['link'], bdp.human_bytes(size_bytes), result['files'], table(result), os.path.relpath(path, ROOT)))
+    return result
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--rate', default='1g', help='link rate (default 1g)')
+    parser.add_argument('--rtt', default='98', help='round-trip time in ms (default 98)')
+    parser.add_argument('--loss', default='0', help='random loss in percent (default 0)')
+    parser.add_argument('--mtu', default='9000', help='MTU of the lab link (default 9000)')
+    parser.add_argument('--size', default='2g', help='bytes of data per transfer: 2g, 400m, 2GiB (default 2g)')
+    parser.add_argument('--streams', type=int, default=4, help='parallel rsync daemon streams (default 4)')
+    parser.add_argument('--name', default=LAB_NAME, help='lab name (default %s)' % LAB_NAME)
+    parser.add_argument('--results', default=RESULTS, help='folder for the JSON and Markdown (default results/)')
+    parser.add_argument('--quiet', action='store_true', help='no ansible-playbook output unless it fails')
+    args = parser.parse_args(argv)
+    if args.streams < 1 or args.streams > MAX_FILES:
+        parser.error('--streams (STREAMS): %d is outside 1 to %d' % (args.streams, MAX_FILES))
+    args.command = 'make transfer RATE=%s RTT=%s LOSS=%s MTU=%s SIZE=%s STREAMS=%d' % (
+        args.rate, args.rtt, args.loss, args.mtu, args.size, args.streams)
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    try:
+        transfer(args)
+    except (wanlab.LabError, TransferError) as exc:
+        raise SystemExit('transfer: %s' % exc)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
