@@ -65,8 +65,7 @@ PLAYBOOK_INPUTS = ('rate', 'rtt', 'mtu')
 # What Ansible's bool filter (ansible-core 2.19, plugins/filter/core.py) reads as true and false: these strings in any
 # case, with nothing around them, and the integers 1 and 0.  It coerces anything else with a deprecation warning
 # (' yes' to false), so anything else is refused here.
-BOOL_TRUE = ('true', 'yes', 'on', '1')
-BOOL_FALSE = ('false', 'no', 'off', '0')
+BOOL_TRUE, BOOL_FALSE = _bdp.BOOL_TRUE, _bdp.BOOL_FALSE
 BOOL_HELP = 'true or false (also yes/no, on/off or 1/0, in any case)'
 PATH_HELP = 'an absolute path (starting with /)'
 IFNAME_HELP = 'a Linux interface name: 1 to 15 characters, no spaces, "/" or ":" (eth0, ens3, bond0.100)'
@@ -262,13 +261,10 @@ def resolve(variables, specs=None):
 def to_bool(value):
     """A boolean exactly as Ansible's ``| bool`` reads it (the roles read every boolean that way); Refusal for the
     rest."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int) and value in (0, 1):
-        return bool(value)
+    result = _bdp.read_bool(value)
+    if result is not None:
+        return result
     if isinstance(value, str):
-        if value.lower() in BOOL_TRUE + BOOL_FALSE:
-            return value.lower() in BOOL_TRUE
         if value.strip().lower() in BOOL_TRUE + BOOL_FALSE:
             raise Refusal("is not a boolean: it has white space around the word, which Ansible's bool filter does not "
                           "ignore (it would read it as false)", BOOL_HELP)

@@ -474,3 +474,19 @@ def human_rate(bps):
         if bps >= scale:
             return '%s %s' % (_strip((Decimal(bps) / scale).quantize(Decimal('0.001'), ROUND_HALF_UP)), unit)
     return '%d bit/s' % bps
+
+
+# Booleans as Ansible's ``bool`` filter reads them (the roles read every boolean that way); -e passes strings.
+BOOL_TRUE = ('true', 'yes', 'on', '1')
+BOOL_FALSE = ('false', 'no', 'off', '0')
+
+
+def read_bool(value):
+    """True or False as Ansible's ``bool`` filter reads ``value``; None when it is not a boolean."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.lower() in BOOL_TRUE + BOOL_FALSE:
+        return value.lower() in BOOL_TRUE
+    return None

@@ -24,6 +24,8 @@ Which option an installed binary knows is never taken from a version table alone
 
 import re
 
+from ansible_collections.bdp.wan_tune.plugins.module_utils.bdp import read_bool
+
 PPA = 'ppa:rapier1/hpnssh'
 COPR = 'rapier1/hpnssh'
 SOURCES = ('auto', 'ppa', 'copr', 'repository', 'files')
@@ -46,8 +48,6 @@ REPOSITORY_HELP = ('a mapping with url (http://, https:// or file://) and key (t
 USERS_HELP = 'a list of user names or patterns (alice, "*@10.0.0.0/8"), without spaces'
 PORT_HELP = 'a TCP port from 1 to 65535 other than 22 (the system OpenSSH), as a number or digits (default 2222)'
 HOST_KEY_TYPES = ('ed25519', 'rsa', 'ecdsa')
-BOOL_TRUE = ('true', 'yes', 'on', '1')
-BOOL_FALSE = ('false', 'no', 'off', '0')
 
 # The HPN-only options: which side reads them, since and until which HPN-SSH version the documentation has them
 # (None: no bound known).  Only for messages; the binary decides (probe_verdict).
@@ -101,14 +101,11 @@ def probe_verdict(rc, output):
 # ----------------------------------------------------------------------------- inputs
 
 def to_bool(value):
-    """A boolean as Ansible's ``bool`` filter reads it; ValueError for anything else."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int) and value in (0, 1):
-        return bool(value)
-    if isinstance(value, str) and value.lower() in BOOL_TRUE + BOOL_FALSE:
-        return value.lower() in BOOL_TRUE
-    raise ValueError(value)
+    """A boolean as Ansible's ``bool`` filter reads it (module_utils/bdp.py reads it); ValueError for anything else."""
+    result = read_bool(value)
+    if result is None:
+        raise ValueError(value)
+    return result
 
 
 def to_port(value):

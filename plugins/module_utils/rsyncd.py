@@ -9,6 +9,8 @@ controller, before any host changes) and the module ``rsync_daemon_config`` (on 
 import ipaddress
 import re
 
+from ansible_collections.bdp.wan_tune.plugins.module_utils.bdp import read_bool
+
 # Module paths below these are read-only for Debian's rsync.service (ProtectSystem=full).
 PROTECTED_DIRS = ('/usr', '/etc', '/boot')
 MODULE_KEYS = ('name', 'path', 'comment', 'read_only', 'auth_users', 'hosts_allow', 'uid', 'gid', 'numeric_ids',
@@ -25,8 +27,6 @@ BACKPORTS = {
 }
 SELF_ADDRESSES = ('127.0.0.1', '::1')
 
-BOOL_TRUE = ('true', 'yes', 'on', '1')
-BOOL_FALSE = ('false', 'no', 'off', '0')
 BOOL_HELP = 'true or false (also yes/no, on/off or 1/0)'
 NAME_RE = re.compile(r'^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$')
 ID_RE = re.compile(r'^([A-Za-z_][A-Za-z0-9_.-]{0,31}|[0-9]{1,10})$')
@@ -61,17 +61,6 @@ def show(value):
     if isinstance(value, (list, tuple)):
         return 'a list' if value else '[] (empty)'
     return str(value)
-
-
-def to_bool(value):
-    """A boolean as Ansible's bool filter reads it; None when it is not one."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int) and value in (0, 1):
-        return bool(value)
-    if isinstance(value, str) and value.lower() in BOOL_TRUE + BOOL_FALSE:
-        return value.lower() in BOOL_TRUE
-    return None
 
 
 def to_int(value):
@@ -199,7 +188,7 @@ def _check_scalars(problems, settings, names):
         digest = None
     out['auth_digest'] = digest
     out['socket_options'] = check_socket_options(problems, names['socket_options'], settings.get('socket_options'))
-    allow_self = to_bool(settings.get('allow_self', True))
+    allow_self = read_bool(settings.get('allow_self', True))
     if allow_self is None:
         problems.add(names['allow_self'], settings.get('allow_self'), 'is not a boolean', BOOL_HELP)
     out['allow_self'] = allow_self
@@ -263,7 +252,7 @@ def _check_module(problems, index, module, names, scalars, secrets, global_allow
     out['comment'] = comment
     for key, default in (('read_only', True), ('numeric_ids', None)):
         value = module.get(key, default)
-        out[key] = value if value is None else to_bool(value)
+        out[key] = value if value is None else read_bool(value)
         if value is not None and out[key] is None:
             problems.add('%s.%s' % (where, key), value, 'is not a boolean', BOOL_HELP)
     out['auth_users'] = _strings(problems, where + '.auth_users', module.get('auth_users'),
