@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build the local systemd test image localhost/bdp-wan-tune-debian12:latest (also the WAN lab hosts:
-# openssh-server, rsync and fpart (fpsync, with dma as its light mail agent) for the transfer lab)
+# openssh-server, rsync and fpart (fpsync, with dma as its light mail agent), stunnel4 and openssl (the rsync daemon over TLS) for the transfer lab)
 # (no container registry is reachable: debootstrap + podman import).
 #
 # The image is labelled with the sha256 of this script; when an image with
@@ -13,7 +13,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 IMAGE="${BDP_IMAGE:-localhost/bdp-wan-tune-debian12:latest}"
 LABEL="org.bdp.wan_tune.build-hash"
 SUITE=bookworm
-PACKAGES=systemd,systemd-sysv,dbus,python3,iproute2,procps,kmod,iperf3,openssh-client,openssh-server,rsync,fpart,bsd-mailx,dma,ca-certificates,sudo,iputils-ping
+PACKAGES=systemd,systemd-sysv,dbus,python3,iproute2,procps,kmod,iperf3,openssh-client,openssh-server,rsync,fpart,bsd-mailx,dma,ca-certificates,sudo,iputils-ping,stunnel4,openssl
 ROOTFS="$ROOT/.cache/rootfs-debian12"
 
 export CONTAINERS_CONF="${CONTAINERS_CONF:-$ROOT/scripts/containers.conf}"
