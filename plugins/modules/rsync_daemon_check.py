@@ -15,6 +15,8 @@ description:
     user name and no password must both be refused with C(auth failed), and nothing of theirs may arrive."
   - "For every read-only module: a write must be refused (C(read only), or C(auth failed) without credentials)."
   - Changes nothing that stays; fails with every check that did not pass.
+  - Takes no password. It reads each user's password from the daemon's own secrets file (O(secrets_path)) on the
+    host and hands it to rsync in a 0600 C(--password-file), never in the command line or the module arguments.
 author:
   - bdp.wan_tune maintainers (@bdp-wan-tune)
 options:
@@ -31,20 +33,10 @@ options:
     type: list
     elements: dict
     required: true
-  users:
-    description: The users and passwords, as the role's C(rsync_daemon_users).
-    type: list
-    elements: dict
-    default: []
-    suboptions:
-      name:
-        description: The user name.
-        type: str
-        required: true
-      password:
-        description: The password; never shown.
-        type: str
-        required: true
+  secrets_path:
+    description: The daemon's secrets file (C(user:password) lines), read on the host for the passwords.
+    type: path
+    default: /etc/rsyncd.secrets
   timeout:
     description: Seconds for each connection and transfer.
     type: int
@@ -62,7 +54,7 @@ EXAMPLES = r"""
   bdp.wan_tune.rsync_daemon_check:
     port: 873
     modules: "{{ rsync_daemon_result.modules }}"
-    users: "{{ rsync_daemon_users }}"
+    secrets_path: /etc/rsyncd.secrets
 """
 
 RETURN = r"""
@@ -83,6 +75,9 @@ import tempfile
 import uuid
 
 from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.bdp.wan_tune.plugins.module_utils import files
+from ansible_collections.bdp.wan_tune.plugins.module_utils import rsyncd
 
 
 def greeting(host, port, timeout):
@@ -106,12 +101,26 @@ def url(host, port, module_name, user=None, name=''):
 
 
 def send(module, source, target, password, timeout):
-    """rc and output of one rsync upload with RSYNC_PASSWORD set (an empty password for the anonymous client)."""
+    """rc and output of one rsync upload.  ``password``: given to rsync in a 0600 --password-file (removed
+    afterwards), never in argv or the environment; None for the anonymous client (an empty RSYNC_PASSWORD, so
+    that rsync does not prompt)."""
     argv = [module.get_bin_path('rsync', required=True), '--quiet', '--contimeout=%d' % timeout,
-            '--timeout=%d' % timeout, source, target]
-    rc, out, err = module.run_command(argv, environ_update={'RSYNC_PASSWORD': password, 'USER': 'nobody-anonymous',
-                                                            'LOGNAME': 'nobody-anonymous'})
-    return rc, ' '.join((out + ' ' + err).split())
+            '--timeout=%d' % timeout]
+    environ = {'USER': 'nobody-anonymous', 'LOGNAME': 'nobody-anonymous', 'RSYNC_PASSWORD': ''}
+    password_file = None
+    try:
+        if password is not None:
+            fd, password_file = tempfile.mkstemp(prefix='bdp-wan-tune-verify-')     # 0600, O_EXCL
+            with os.fdopen(fd, 'wb') as handle:
+                handle.write(password.encode('utf-8', 'surrogateescape') + b'\n')
+            argv.append('--password-file=%s' % password_file)
+        rc, out, err = module.run_command(argv + [source, target], environ_update=environ)
+    finally:
+        if password_file:
+            os.unlink(password_file)
+    # rsync's own messages name no password; mask one all the same should a future rsync echo it
+    text = ' '.join((out + ' ' + err).split())
+    return rc, text.replace(password, '********') if password else text
 
 
 def check_module(module, item, users, host, port, timeout, source):
@@ -133,13 +142,13 @@ def check_module(module, item, users, host, port, timeout, source):
 
     if not item.get('read_only', True):
         file_name = '.bdp-wan-tune-verify-%s' % uuid.uuid4().hex
-        rc, out = send(module, source, url(host, port, name, user, file_name), users.get(user, ''), timeout)
+        rc, out = send(module, source, url(host, port, name, user, file_name), users.get(user), timeout)
         landed = arrived(file_name)
         add('authenticated write', rc == 0 and landed,
             'user %s: rsync exit %d%s%s' % (user, rc, ', the file arrived' if landed else ', the file did not arrive',
                                             ': ' + out if out else ''))
         for check, who, password in (('wrong password refused', user, 'wrong-' + uuid.uuid4().hex),
-                                     ('anonymous write refused', None, '')):
+                                     ('anonymous write refused', None, None)):
             file_name = '.bdp-wan-tune-verify-%s' % uuid.uuid4().hex
             rc, out = send(module, source, url(host, port, name, who, file_name), password, timeout)
             landed = arrived(file_name)
@@ -148,7 +157,7 @@ def check_module(module, item, users, host, port, timeout, source):
                                              ', but the file arrived' if landed else '', out or 'no output'))
     else:
         file_name = '.bdp-wan-tune-verify-%s' % uuid.uuid4().hex
-        rc, out = send(module, source, url(host, port, name, user, file_name), users.get(user, ''), timeout)
+        rc, out = send(module, source, url(host, port, name, user, file_name), users.get(user), timeout)
         landed = arrived(file_name)
         add('read-only module refuses a write', rc != 0 and not landed and ('read only' in out or 'auth failed' in out),
             'rsync exit %d%s: %s' % (rc, ', but the file arrived' if landed else '', out or 'no output'))
@@ -161,10 +170,7 @@ def main():
             host=dict(type='str', default='127.0.0.1'),
             port=dict(type='int', default=873),
             modules=dict(type='list', elements='dict', required=True),
-            # Only the passwords are secret: a no_log list would mask the user names everywhere in the result.
-            users=dict(type='list', elements='dict', default=[], options=dict(
-                name=dict(type='str', required=True),
-                password=dict(type='str', required=True, no_log=True))),
+            secrets_path=dict(type='path', default='/etc/rsyncd.secrets', no_log=False),
             timeout=dict(type='int', default=30),
         ),
         supports_check_mode=True,
@@ -174,7 +180,8 @@ def main():
     if module.check_mode:
         result['msg'] = 'check mode: the daemon was not verified'
         module.exit_json(**result)
-    users = dict((str(u.get('name')), str(u.get('password', ''))) for u in params['users'])
+    text = files.read_bytes(params['secrets_path'])
+    users = rsyncd.parse_secrets(text.decode('utf-8', 'surrogateescape')) if text is not None else {}
     try:
         result['greeting'] = greeting(params['host'], params['port'], params['timeout'])
         answered = result['greeting'].startswith('@RSYNCD:')
