@@ -69,7 +69,8 @@ options:
     type: int
     default: 4
   hosts_allow:
-    description: Hosts allowed for modules that give no C(hosts_allow).
+    description: Hosts allowed for modules that give no C(hosts_allow); addresses and networks only (CIDR, or an
+      IPv4 dotted netmask), as the role's C(rsync_daemon_hosts_allow).
     type: list
     elements: str
     default: []
