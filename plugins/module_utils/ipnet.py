@@ -67,5 +67,5 @@ def parse_network(text):
         if inverted & (inverted + 1):
             raise ValueError('has the netmask %s, whose ones are not contiguous' % prefix)
         return ipaddress.ip_network('%s/%s' % (address, prefix), strict=False)
-    raise ValueError('has the prefix /%s, not a length%s' % (prefix, ' or a dotted netmask' if address.version == 4
-                                                               else ''))
+    kinds = 'a length or a dotted netmask' if address.version == 4 else 'a length'
+    raise ValueError('has the prefix /%s, not %s' % (prefix, kinds))
