@@ -243,3 +243,17 @@ def test_check_from_a_listed_address_passes_when_the_daemon_lists_it(paths, run_
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+@needs_root
+def test_the_init_script_links_are_recorded_and_returned_for_the_rollback(paths, run_module, monkeypatch):
+    """Issue 15, item 9: systemctl disable turns S01rsync into K01rsync; the links before the first change are
+    recorded and state absent hands them to the role, which puts them back."""
+    monkeypatch.setattr(rsync_daemon_config.glob, 'glob', lambda pattern: (
+        ['/etc/rc5.d/S01rsync', '/etc/rc2.d/S01rsync'] if pattern == '/etc/rc[0-6S].d/[SK][0-9][0-9]rsync' else []))
+    assert run_module(rsync_daemon_config.main, args(paths, service='rsync.service'))['changed']
+    checked = run_module(rsync_daemon_config.main, dict(args(paths, state='absent'), _ansible_check_mode=True))
+    assert checked['rc_links_before'] == ['/etc/rc2.d/S01rsync', '/etc/rc5.d/S01rsync']
+    undone = run_module(rsync_daemon_config.main, args(paths, state='absent'))
+    assert undone['rc_links_before'] == ['/etc/rc2.d/S01rsync', '/etc/rc5.d/S01rsync']
+    assert run_module(rsync_daemon_config.main, args(paths, state='absent'))['rc_links_before'] is None
