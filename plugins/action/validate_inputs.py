@@ -530,7 +530,14 @@ def check_host(variables, tcp_buffers=True, jumbo_mtu=True, play_peers=None, spe
                             'proven; expected a list of %s.' % _linkmtu.PEER_HELP)
     # rsync_daemon: the role's own rules (module_utils/rsyncd.py: writable modules, paths, socket options, max
     # connections, users), where the role runs with state present; they never show a password.
-    if values.get('rsync_daemon') and role_state('rsync_daemon') == 'present':
+    # A host without modules is left alone by the role; an explicit rsync_daemon_state: present there is refused.
+    rsync_modules = values.get('rsync_daemon_modules')
+    if values.get('rsync_daemon') and 'rsync_daemon_state' in variables and values.get('rsync_daemon_state') == \
+            'present' and isinstance(rsync_modules, list) and not rsync_modules:
+        problems.append("rsync_daemon_state: 'present' is set, but rsync_daemon_modules is empty, so the daemon "
+                        'would serve nothing; expected the modules of this receiving host in rsync_daemon_modules, or '
+                        'rsync_daemon_state left unset (a host without modules is left alone).')
+    elif values.get('rsync_daemon') and role_state('rsync_daemon') == 'present' and rsync_modules != []:
         settings = dict((var[len('rsync_daemon_'):], raw[var]) for var in raw
                         if var.startswith('rsync_daemon_') and values.get(var) is not None)
         if len(settings) == len([var for var in raw if var.startswith('rsync_daemon_')]):

@@ -10,12 +10,12 @@ is refused and why, what the commit-confirm timer runs, and how a pending
 change ended (confirmed, restored by the timer, restored by the module).
 """
 
-import ipaddress
 import json
 import re
 import shlex
 import time
 
+from ansible_collections.bdp.wan_tune.plugins.module_utils import ipnet
 from ansible_collections.bdp.wan_tune.plugins.module_utils.bdp import show_value as _show
 
 MIN_MTU = 576           # the smallest datagram every IPv4 host must accept (RFC 791)
@@ -95,7 +95,7 @@ def parse_peer(value):
     text = value.strip()
     literal = text[1:-1] if text.startswith('[') and text.endswith(']') else text
     try:
-        addr = ipaddress.ip_address(literal.split('%', 1)[0])
+        addr = ipnet.parse_address(literal.split('%', 1)[0])      # the collection's one address parser
     except ValueError:
         addr = None
     if addr is not None:

@@ -6,9 +6,9 @@ installed rsync against the 2024-2025 CVEs.  Pure functions, shared by the filte
 controller, before any host changes) and the module ``rsync_daemon_config`` (on the host, before it writes).
 """
 
-import ipaddress
 import re
 
+from ansible_collections.bdp.wan_tune.plugins.module_utils import ipnet
 from ansible_collections.bdp.wan_tune.plugins.module_utils.bdp import read_bool
 
 # Module paths below these are read-only for Debian's rsync.service (ProtectSystem=full).
@@ -30,12 +30,10 @@ SELF_ADDRESSES = ('127.0.0.1', '::1')
 BOOL_HELP = 'true or false (also yes/no, on/off or 1/0)'
 NAME_RE = re.compile(r'^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$')
 ID_RE = re.compile(r'^([A-Za-z_][A-Za-z0-9_.-]{0,31}|[0-9]{1,10})$')
-HOST_RE = re.compile(r'^[A-Za-z0-9*?_.:/\[\]-]{1,253}$')
 NAME_HELP = 'a name of 1 to 64 letters, digits, _ . - (not starting with . or -)'
 USER_HELP = 'a user name of 1 to 64 letters, digits, _ . - (not starting with . or -)'
 ID_HELP = 'a user or group name, or a numeric id'
-HOST_HELP = ('an address (198.18.3.12), a network (198.18.3.0/24, 2001:db8::/64) or a host name pattern '
-             '(*.dc2.example.org); no spaces or commas')
+HOST_HELP = ipnet.NETWORK_HELP
 PATH_HELP = 'an absolute path outside /usr, /etc and /boot, such as /srv/incoming'
 SOCKET_HELP = ('rsync socket options without SO_SNDBUF and SO_RCVBUF, such as SO_KEEPALIVE; usually leave it empty '
                'so that the kernel autotunes the window up to the tuned tcp_rmem/tcp_wmem maximum')
@@ -90,18 +88,23 @@ def _strings(problems, name, value, check, accepted):
     return good if len(good) == len(value) else None
 
 
-def host_pattern_ok(text):
-    """An address, a network or a host name pattern, as rsync's hosts allow takes them."""
-    if not HOST_RE.match(text) or text.startswith('-'):
-        return False
-    try:
-        ipaddress.ip_network(text, strict=False)
-        return True
-    except ValueError:
-        pass
-    if '/' in text or ':' in text or '[' in text:
-        return False
-    return True
+def _hosts(problems, name, value):
+    """hosts allow: a list of addresses and networks as the daemon parses them with reverse lookup = no
+    (module_utils/ipnet.py); None when any item is not usable, each named with its reason."""
+    if value is None:
+        return []
+    if not isinstance(value, (list, tuple)):
+        problems.add(name, value, 'is not a list', 'a list, each item ' + HOST_HELP)
+        return None
+    good = []
+    for index, item in enumerate(value):
+        try:
+            ipnet.parse_network(item)
+        except ValueError as exc:
+            problems.add('%s[%d]' % (name, index), item, str(exc), HOST_HELP)
+            continue
+        good.append(item)
+    return good if len(good) == len(value) else None
 
 
 def under(path, directory):
@@ -173,7 +176,7 @@ def _check_scalars(problems, settings, names):
         address = 'all'
     if address != 'all':
         try:
-            address = str(ipaddress.ip_address(address))
+            address = str(ipnet.parse_address(address))
         except ValueError:
             problems.add(names['address'], address, 'is not an IP address', 'all (every address of the host) or '
                          'one address of the host, such as 198.18.3.11 or 2001:db8::11')
@@ -266,7 +269,7 @@ def _check_module(problems, index, module, names, scalars, secrets, global_allow
         if secrets is not None and user not in secrets:
             problems.add(where + '.auth_users', user, 'has no password in %s, so it could never log in'
                          % names['users'], 'a user listed in %s with a password' % names['users'])
-    hosts = _strings(problems, where + '.hosts_allow', module.get('hosts_allow'), host_pattern_ok, HOST_HELP)
+    hosts = _hosts(problems, where + '.hosts_allow', module.get('hosts_allow'))
     out['hosts_allow'] = hosts if hosts else list(global_allow or [])
     if hosts is None or (not hosts and global_allow is None):
         return None                         # said above; whether anyone may connect is not known
@@ -326,7 +329,7 @@ def check(settings, names=None, passwords=True):
     problems = Problems()
     scalars = _check_scalars(problems, settings, names)
     secrets = _check_users(problems, settings.get('users'), names['users'], passwords)
-    global_allow = _strings(problems, names['hosts_allow'], settings.get('hosts_allow'), host_pattern_ok, HOST_HELP)
+    global_allow = _hosts(problems, names['hosts_allow'], settings.get('hosts_allow'))
     modules = settings.get('modules')
     plan_modules = []
     if modules is None:

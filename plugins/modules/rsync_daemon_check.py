@@ -14,6 +14,10 @@ description:
     arrive in the module's path (it is removed afterwards); the same user with a wrong password and a client with no
     user name and no password must both be refused with C(auth failed), and nothing of theirs may arrive."
   - "For every read-only module: a write must be refused (C(read only), or C(auth failed) without credentials)."
+  - "For every module: a listing as its user from an address of the host that the module's C(hosts allow) lists
+    (not the loopback addresses the role adds), connecting to that address, so that the daemon's own reading of
+    C(hosts allow) is proven beyond 127.0.0.1. When no address of the host is listed, the check is reported as not
+    run (C(passed) null) and the message says that only a listed sender can prove it."
   - Changes nothing that stays; fails with every check that did not pass.
   - Takes no password. It reads each user's password from the daemon's own secrets file (O(secrets_path)) on the
     host and hands it to rsync in a 0600 C(--password-file), never in the command line or the module arguments.
@@ -59,7 +63,8 @@ EXAMPLES = r"""
 
 RETURN = r"""
 checks:
-  description: Every check, with C(check), C(module), C(passed) and C(detail).
+  description: Every check, with C(check), C(module), C(passed) (true, false, or null when it could not run here)
+    and C(detail).
   returned: always
   type: list
   elements: dict
@@ -74,9 +79,12 @@ import socket
 import tempfile
 import uuid
 
+import re
+
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.bdp.wan_tune.plugins.module_utils import files
+from ansible_collections.bdp.wan_tune.plugins.module_utils import ipnet
 from ansible_collections.bdp.wan_tune.plugins.module_utils import rsyncd
 
 
@@ -100,12 +108,12 @@ def url(host, port, module_name, user=None, name=''):
     return 'rsync://%s%s:%d/%s/%s' % ('%s@' % user if user else '', where, port, module_name, name)
 
 
-def send(module, source, target, password, timeout):
+def send(module, source, target, password, timeout, extra=()):
     """rc and output of one rsync upload.  ``password``: given to rsync in a 0600 --password-file (removed
     afterwards), never in argv or the environment; None for the anonymous client (an empty RSYNC_PASSWORD, so
     that rsync does not prompt)."""
     argv = [module.get_bin_path('rsync', required=True), '--quiet', '--contimeout=%d' % timeout,
-            '--timeout=%d' % timeout]
+            '--timeout=%d' % timeout] + list(extra)
     environ = {'USER': 'nobody-anonymous', 'LOGNAME': 'nobody-anonymous', 'RSYNC_PASSWORD': ''}
     password_file = None
     try:
@@ -114,13 +122,52 @@ def send(module, source, target, password, timeout):
             with os.fdopen(fd, 'wb') as handle:
                 handle.write(password.encode('utf-8', 'surrogateescape') + b'\n')
             argv.append('--password-file=%s' % password_file)
-        rc, out, err = module.run_command(argv + [source, target], environ_update=environ)
+        rc, out, err = module.run_command(argv + ([source] if source else []) + [target], environ_update=environ)
     finally:
         if password_file:
             os.unlink(password_file)
     # rsync's own messages name no password; mask one all the same should a future rsync echo it
     text = ' '.join((out + ' ' + err).split())
     return rc, text.replace(password, '********') if password else text
+
+
+def own_addresses(module):
+    """The host's global-scope addresses (``ip -o addr show``), not loopback or link-local."""
+    ip = module.get_bin_path('ip')
+    if not ip:
+        return []
+    rc, out, err = module.run_command([ip, '-o', 'addr', 'show'])
+    return [match.group(1) for match in re.finditer(r'\binet6?\s+([0-9A-Fa-f.:]+)/\d+\s.*?\bscope\s+(\w+)', out)
+            if match.group(2) == 'global'] if rc == 0 else []
+
+
+def listed_access(module, item, users, host, port, timeout, own):
+    """Access to the module from an address of the host that its hosts allow lists (not the loopback addresses the
+    role adds for itself): a listing as the module's user.  None (not run) when no address of the host is listed:
+    then only a sender can prove it."""
+    name = item['name']
+    user = next((u for u in item.get('auth_users') or [] if u in users), None)
+    networks = []
+    for text in item.get('hosts_allow') or []:
+        try:
+            networks.append(ipnet.parse_network(text))
+        except ValueError:
+            pass
+    listed = [text for text in own if any(ipnet.parse_address(text) in network for network in networks
+                                          if network.version == ipnet.parse_address(text).version)]
+    check = 'access from a listed address'
+    if not listed:
+        return {'check': check, 'module': name, 'passed': None,
+                'detail': 'not proven here: no address of this host (%s) is in its hosts allow (%s); prove it from '
+                          'a listed sender' % (', '.join(own) or 'none but loopback',
+                                               ' '.join(item.get('hosts_allow') or []) or 'empty')}
+    source = listed[0]
+    target = source if host in ('127.0.0.1', '::1', 'localhost') else host
+    extra = ['--list-only', '--address=%s' % source]          # bound: a local route may prefer another source
+    rc, out = send(module, None, url(target, port, name, user), users.get(user), timeout, extra)
+    return {'check': check, 'module': name, 'passed': rc == 0,
+            'detail': 'from %s%s: rsync exit %d%s' % (source, ' as user %s' % user if user else '', rc,
+                                                      ': ' + out if out and rc else '')}
 
 
 def check_module(module, item, users, host, port, timeout, source):
@@ -195,18 +242,26 @@ def main():
         try:
             with os.fdopen(fd, 'w') as handle:
                 handle.write('bdp.wan_tune rsync daemon verification %s\n' % uuid.uuid4().hex)
+            own = own_addresses(module)
             for item in params['modules']:
                 result['checks'] += check_module(module, item, users, params['host'], params['port'],
                                                  params['timeout'], source)
+                result['checks'].append(listed_access(module, item, users, params['host'], params['port'],
+                                                      params['timeout'], own))
         finally:
             os.unlink(source)
-    failed = [c for c in result['checks'] if not c['passed']]
+    failed = [c for c in result['checks'] if c['passed'] is False]
+    run = [c for c in result['checks'] if c['passed'] is not None]
     if failed:
         module.fail_json(msg='The rsync daemon failed %d of %d checks: %s' % (
-            len(failed), len(result['checks']),
+            len(failed), len(run),
             '; '.join('%s%s (%s)' % (c['check'], ' [%s]' % c['module'] if c['module'] else '', c['detail'])
                       for c in failed)), **result)
-    result['msg'] = 'The rsync daemon passed all %d checks.' % len(result['checks'])
+    result['msg'] = 'The rsync daemon passed all %d checks.' % len(run)
+    unproven = [c for c in result['checks'] if c['passed'] is None]
+    if unproven:
+        result['msg'] += ' Not proven here: %s.' % '; '.join('%s [%s] (%s)' % (c['check'], c['module'], c['detail'])
+                                                             for c in unproven)
     module.exit_json(**result)
 
 

@@ -69,7 +69,8 @@ options:
     type: int
     default: 4
   hosts_allow:
-    description: Hosts allowed for modules that give no C(hosts_allow).
+    description: Hosts allowed for modules that give no C(hosts_allow); addresses and networks only (CIDR, or an
+      IPv4 dotted netmask), as the role's C(rsync_daemon_hosts_allow).
     type: list
     elements: str
     default: []
@@ -186,6 +187,13 @@ check_mode:
     does not show).
   returned: always
   type: bool
+rc_links_before:
+  description: The unit's init script links (C(/etc/rc?.d/S01rsync) and the like) before the first change, as
+    recorded then, for the role to put back after it restores the enablement (C(update-rc.d disable) turns S links
+    into K links). Null when the record has none (written by an earlier version).
+  returned: state=absent
+  type: list
+  elements: str
 service_before:
   description: The service's state before the first change, C(enabled) and C(active) (null when unknown).
   returned: always
@@ -196,6 +204,7 @@ files:
   type: dict
 """
 
+import glob
 import os
 
 from ansible.module_utils.basic import AnsibleModule
@@ -247,6 +256,12 @@ def installed(module, os_info):
                             changelog)
     cve['cves'] = list(rsyncd.CVES)
     return info, cve
+
+
+def rc_links(service):
+    """The init script links of ``service`` in /etc/rc?.d (sorted paths; [] where there are none)."""
+    name = service[:-len('.service')] if service.endswith('.service') else service
+    return sorted(glob.glob('/etc/rc[0-6S].d/[SK][0-9][0-9]%s' % glob.escape(name)))
 
 
 def service_state(module, service):
@@ -321,6 +336,7 @@ def present(module, params, result, secrets):
             'conf': {'path': params['conf_path'], 'existed': conf_kept},
             'secrets': {'path': params['secrets_path'], 'existed': secrets_kept},
             'service': service_state(module, params['service']),
+            'rc_links': rc_links(params['service']),
         }
         files.save_record(module, record_path, record)
     result['service_before'] = record.get('service', {})
@@ -333,6 +349,7 @@ def absent(module, params, result):
     record = files.load_record(record_path)
     copies = os.path.join(params['state_dir'], 'rsync_daemon')
     result['service_before'] = record.get('service', {'enabled': None, 'active': None})
+    result['rc_links_before'] = record.get('rc_links')
     result['files'] = {}
     if not record:
         return

@@ -245,3 +245,41 @@ def test_strings_from_minus_e_pass_and_mean_what_they_say(controller, extra, com
     assert 'PLAY [Tune TCP for long fat networks]' in output
     assert ('net.ipv4.tcp_sack' in output) is companions, output
     assert_nothing_changed(host, before, state, output)
+
+
+def ran(output, role):
+    """The tasks of ``role`` that ran (ok or changed) on some host, from the default callback's output."""
+    tasks = []
+    for block in output.split('\nTASK [')[1:]:
+        title, body = block.split(']', 1)
+        if title.startswith(role + ' : ') and re.search(r'^(ok|changed): ', body, re.M):
+            tasks.append(title)
+    return tasks
+
+
+# Issue 15, item 5: a rollback needs no tuning inputs.  -e rsync_daemon_state=absent without rate and rtt was refused
+# with "tcp_buffers_rate (-e rate=...) is not set"; now it is a rollback only (bbr and tcp_buffers, left at present,
+# do not run), and wan_tune_state=absent rolls back every role without them.
+@pytest.mark.parametrize('extra', [['-e', 'rsync_daemon_state=absent'], ['-e', 'wan_tune_state=absent'],
+                                   ['-e', 'wan_tune_state=absent rsync_daemon=true']],
+                         ids=['rsync_daemon_state=absent', 'wan_tune_state=absent', 'wan_tune_state=absent+rsync'])
+def test_a_rollback_needs_no_tuning_inputs(controller, extra):
+    host, before, state = controller
+    rc, output = host.run(*extra, rate='')
+    assert rc == 0, output
+    assert 'is not set' not in output and 'Inputs of host' not in output, output
+    assert 'PLAY RECAP' in output and 'failed=0' in output, output
+    if 'rsync_daemon_state=absent' in extra:
+        # a rollback only: the tuning roles did not run, the daemon's rollback did
+        assert ran(output, 'bdp.wan_tune.tcp_buffers') == [] and ran(output, 'bdp.wan_tune.bbr') == [], output
+        assert 'nothing to undo (the role had not changed this host)' in output, output
+    assert_nothing_changed(host, before, state, output)
+
+
+def test_a_rollback_with_a_rate_still_tunes_the_other_roles(controller):
+    """With the tuning inputs given, the other roles run as before (here in check mode)."""
+    host, before, state = controller
+    rc, output = host.run('--check', '-e', 'rsync_daemon_state=absent')
+    assert rc == 0, output
+    assert ran(output, 'bdp.wan_tune.tcp_buffers'), output     # (bbr hands its request to the tcp_buffers call)
+    assert_nothing_changed(host, before, state, output)

@@ -837,3 +837,18 @@ def test_the_transport_roles_rules_run_only_where_they_are_asked_for():
     assert message.startswith('hpn_ssh_source: files, but hpn_ssh_package_files is empty'), message
     assert check(hpn_ssh='false', hpn_ssh_source='files') == []
     assert check(hpn_ssh='true', hpn_ssh_state='absent', hpn_ssh_source='files') == []
+
+
+def test_a_host_without_rsync_modules_is_left_alone_unless_present_is_asked_for():
+    """Issue 15, item 4: -e rsync_daemon=true over senders and receivers sets up receivers only; a sender (no
+    modules) passes, with users or hosts_allow that would not do for a daemon; an explicit state present without
+    modules is refused, naming both variables."""
+    assert check(rsync_daemon='true') == []
+    assert check(rsync_daemon='true', rsync_daemon_hosts_allow=['not an address']) == []
+    message = only(check(rsync_daemon='true', rsync_daemon_state='present'))
+    assert message.startswith("rsync_daemon_state: 'present' is set, but rsync_daemon_modules is empty"), message
+    assert 'expected the modules of this receiving host in rsync_daemon_modules' in message
+    assert check(rsync_daemon='false', rsync_daemon_state='present') == []      # the role does not run
+    assert check(rsync_daemon='true', rsync_daemon_state='absent') == []
+    modules = [{'name': 'in', 'path': '/srv/in', 'hosts_allow': ['198.18.3.0/24']}]
+    assert check(rsync_daemon='true', rsync_daemon_state='present', rsync_daemon_modules=modules) == []

@@ -128,7 +128,7 @@ def test_unknown_keys_and_bad_scalars():
 def test_bad_names_and_duplicates():
     assert 'is not a module name' in one_problem(modules=[dict(WRITABLE, name='global')])
     assert 'is given twice' in one_problem(modules=[dict(WRITABLE), dict(WRITABLE)])
-    assert 'is not usable' in one_problem(modules=[dict(WRITABLE, hosts_allow=['198.18.3.0/24 10.0.0.0/8'])])
+    assert 'holds a space or a comma' in one_problem(modules=[dict(WRITABLE, hosts_allow=['198.18.3.0/24 10.0.0.0/8'])])
 
 
 def test_render_config():

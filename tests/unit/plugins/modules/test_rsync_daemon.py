@@ -161,7 +161,11 @@ def test_check_against_a_real_daemon(paths, daemon, run_module):
     assert result['rc'] == 0, result['msg']
     assert [(c['check'], c['passed']) for c in result['checks']] == [
         ('daemon answers', True), ('authenticated write', True), ('wrong password refused', True),
-        ('anonymous write refused', True), ('read-only module refuses a write', True)]
+        ('anonymous write refused', True), ('access from a listed address', None),
+        ('read-only module refuses a write', True), ('access from a listed address', None)]
+    # 198.18.3.0/24 is listed, and this machine has no address in it: said, not claimed as proven
+    assert 'The rsync daemon passed all 5 checks. Not proven here: access from a listed address [incoming]' \
+        in result['msg'] and 'prove it from a listed sender' in result['msg']
     assert result['greeting'].startswith('@RSYNCD:') and PASSWORD not in str(result)
     assert os.listdir(str(paths / 'incoming')) == [] and os.listdir(str(paths / 'pub')) == []
 
@@ -192,3 +196,64 @@ def test_warns_on_an_rsync_without_the_cve_fixes(paths, run_module, monkeypatch)
                for item in result['warning_msgs']), result['warning_msgs']
     assert result['auth_digest'] == '' and 'does not know the auth digest parameter' in result['auth_digest_note']
     assert 'auth digest' not in read(paths / 'rsyncd.conf')
+
+
+def test_check_proves_access_from_a_listed_address_of_the_host(paths, daemon, run_module, monkeypatch):
+    """Issue 15, item 2: the check connects from an address of the host that hosts allow lists (here 127.0.0.2,
+    standing in for the host's LAN address), and fails when the daemon's own configuration does not list it."""
+    monkeypatch.setattr(rsync_daemon_check, 'own_addresses', lambda module: ['127.0.0.2'])
+    secrets = str(paths / 'rsyncd.secrets')
+    listed = [{'name': 'incoming', 'path': str(paths / 'incoming'), 'read_only': False, 'auth_users': ['migrate'],
+               'hosts_allow': ['198.18.3.0/24']}]
+    # the daemon lists 198.18.3.0/24 (and loopback 127.0.0.1): the module's hosts allow as the check is told it
+    unlisted = run_module(rsync_daemon_check.main, {'port': daemon, 'modules': listed, 'secrets_path': secrets})
+    assert unlisted['rc'] == 0 and [c['passed'] for c in unlisted['checks']][-1] is None
+    # told that 127.0.0.2 is listed, which the daemon's configuration does not say: the listing is refused
+    wrong = [dict(listed[0], hosts_allow=['127.0.0.2/32'])]
+    refused = run_module(rsync_daemon_check.main, {'port': daemon, 'modules': wrong, 'secrets_path': secrets})
+    assert refused['failed'] and 'access from a listed address [incoming] (from 127.0.0.2 as user migrate: rsync ' \
+        'exit' in refused['msg'], refused['msg']
+
+
+def test_check_from_a_listed_address_passes_when_the_daemon_lists_it(paths, run_module, monkeypatch):
+    if os.geteuid() != 0 or not shutil.which('rsync'):
+        pytest.skip('needs root and rsync')
+    port = free_port()
+    modules = args(paths, port=port)
+    modules['modules'][0]['hosts_allow'] = ['127.0.0.2/255.255.255.255']
+    assert run_module(rsync_daemon_config.main, modules)['changed']
+    proc = subprocess.Popen(['rsync', '--daemon', '--no-detach', '--config', str(paths / 'rsyncd.conf')])
+    try:
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            try:
+                socket.create_connection(('127.0.0.1', port), 1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        monkeypatch.setattr(rsync_daemon_check, 'own_addresses', lambda module: ['198.18.99.1', '127.0.0.2'])
+        item = {'name': 'incoming', 'path': str(paths / 'incoming'), 'read_only': False, 'auth_users': ['migrate'],
+                'hosts_allow': ['127.0.0.2/255.255.255.255']}
+        result = run_module(rsync_daemon_check.main, {'port': port, 'modules': [item],
+                                                      'secrets_path': str(paths / 'rsyncd.secrets')})
+        assert result['rc'] == 0, result['msg']
+        assert result['checks'][-1] == {'check': 'access from a listed address', 'module': 'incoming', 'passed': True,
+                                        'detail': 'from 127.0.0.2 as user migrate: rsync exit 0'}
+        assert 'Not proven' not in result['msg']
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+@needs_root
+def test_the_init_script_links_are_recorded_and_returned_for_the_rollback(paths, run_module, monkeypatch):
+    """Issue 15, item 9: systemctl disable turns S01rsync into K01rsync; the links before the first change are
+    recorded and state absent hands them to the role, which puts them back."""
+    monkeypatch.setattr(rsync_daemon_config.glob, 'glob', lambda pattern: (
+        ['/etc/rc5.d/S01rsync', '/etc/rc2.d/S01rsync'] if pattern == '/etc/rc[0-6S].d/[SK][0-9][0-9]rsync' else []))
+    assert run_module(rsync_daemon_config.main, args(paths, service='rsync.service'))['changed']
+    checked = run_module(rsync_daemon_config.main, dict(args(paths, state='absent'), _ansible_check_mode=True))
+    assert checked['rc_links_before'] == ['/etc/rc2.d/S01rsync', '/etc/rc5.d/S01rsync']
+    undone = run_module(rsync_daemon_config.main, args(paths, state='absent'))
+    assert undone['rc_links_before'] == ['/etc/rc2.d/S01rsync', '/etc/rc5.d/S01rsync']
+    assert run_module(rsync_daemon_config.main, args(paths, state='absent'))['rc_links_before'] is None
