@@ -16,7 +16,7 @@ description:
     queue under C(mq) on a multiqueue NIC (never one root fq over all queues, which would put every queue behind one
     lock). A root qdisc that someone configured (a handle other than C(0:), for example an htb shaper) is left alone
     with a warning. A kernel without the algorithm fails with its version and the fix; a kernel without fq is
-    reported and the run continues, because Linux 4.13 and later pace TCP without fq.
+    reported and the run continues, because BBR paces its own flows without fq on Linux 4.13 and later.
   - With O(sysctl_file), the same run then makes O(algorithm) the default congestion control, and O(qdisc) the
     default qdisc where the kernel has it (C(net.ipv4.tcp_congestion_control), C(net.core.default_qdisc)), through
     that drop-in file with the engine of M(bdp.wan_tune.sysctl_dropin) (one implementation, in
