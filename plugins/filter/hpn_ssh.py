@@ -30,7 +30,10 @@ def hpn_ssh_problems(values):
     """Every problem with the role's inputs, one message each."""
     if not isinstance(values, dict):
         raise AnsibleFilterError('hpn_ssh_problems: expected a mapping of variables, got %r' % (values,))
-    return hpnssh.check_inputs(values)
+    problems = hpnssh.check_inputs(values)
+    if values.get('hpn_ssh_state', 'present') == 'present':
+        problems.extend(hpnssh.controller_file_problems(values.get('hpn_ssh_package_files', [])))
+    return problems
 
 
 def hpn_ssh_config(settings, known, side='server', header=''):

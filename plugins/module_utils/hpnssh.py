@@ -22,6 +22,7 @@ Which option an installed binary knows is never taken from a version table alone
 (module hpn_ssh_probe, probe_verdict() below).  The table OPTIONS is what the documentation says, used to explain.
 """
 
+import os
 import re
 
 from ansible_collections.bdp.wan_tune.plugins.module_utils.bdp import read_bool
@@ -156,6 +157,23 @@ def file_items(value, name='hpn_ssh_package_files'):
         else:
             problems.append('%s: %s is neither a path nor a mapping; expected %s.' % (where, _show(item), FILES_HELP))
     return items, problems
+
+
+def controller_file_problems(value, name='hpn_ssh_package_files', isfile=None, readable=None):
+    """The package files given by path that the controller cannot read (the role copies them from there): one
+    message each. Runs on the controller only (the validation play's action plugin and the role's input filter)."""
+    isfile = isfile or os.path.isfile
+    readable = readable or (lambda path: os.access(path, os.R_OK))
+    problems = []
+    for index, item in enumerate(value if isinstance(value, (list, tuple)) else []):
+        if isinstance(item, str) and not file_items([item])[1]:      # a well-formed path (file_items says the rest)
+            if not isfile(item):
+                problems.append('%s[%d]: "%s" does not exist on the controller (or is not a file); expected %s.'
+                                % (name, index, item, FILES_HELP))
+            elif not readable(item):
+                problems.append('%s[%d]: "%s" cannot be read on the controller; expected %s.'
+                                % (name, index, item, FILES_HELP))
+    return problems
 
 
 def repository_problems(value, name='hpn_ssh_repository'):

@@ -208,3 +208,21 @@ def test_port_22_and_newlines_are_refused_in_the_text():
         hpnssh.server_lines(dict(SERVER, port=22), [])
     with pytest.raises(ValueError):
         hpnssh.render([('Banner', '/x\nPermitRootLogin yes')])
+
+
+def test_package_files_by_path_must_exist_and_be_readable_on_the_controller(tmp_path):
+    present = tmp_path / 'hpnssh-client_18.6.2_amd64.deb'
+    present.write_bytes(b'!<arch>\n')
+    locked = tmp_path / 'hpnssh-server_18.6.2_amd64.deb'
+    locked.write_bytes(b'!<arch>\n')
+    gone = str(tmp_path / 'hpnssh-sftp-server_18.6.2_amd64.deb')
+    value = [str(present), {'url': 'https://f.example.invalid/a.deb', 'checksum': 'sha256:' + '0' * 64}, gone,
+             str(locked), 'relative.deb']
+    problems = hpnssh.controller_file_problems(value, readable=lambda path: path != str(locked))
+    assert problems == [
+        'hpn_ssh_package_files[2]: "%s" does not exist on the controller (or is not a file); expected %s.'
+        % (gone, hpnssh.FILES_HELP),
+        'hpn_ssh_package_files[3]: "%s" cannot be read on the controller; expected %s.' % (locked, hpnssh.FILES_HELP),
+    ]                                           # URLs are checked by their checksum; a bad path by file_items
+    assert hpnssh.controller_file_problems(str(present)) == []
+    assert hpnssh.controller_file_problems([str(tmp_path)]) == []   # not a .deb: file_items refuses it
