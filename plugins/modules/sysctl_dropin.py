@@ -223,6 +223,14 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+rollback_errors:
+  description:
+    - After a failed apply, what could not be put back (a live value the kernel refused to take back, the file); the
+      message then says the rollback is incomplete instead of "file and live values restored".
+  returned: failure, when the rollback was incomplete
+  type: list
+  elements: str
+  sample: ["net.core.rmem_max is still '98000000', not restored to '212992' ([Errno 1] Operation not permitted)"]
 path:
   description: The drop-in file.
   returned: always
