@@ -36,6 +36,19 @@ def hpn_ssh_problems(values):
     return problems
 
 
+def hpn_ssh_installed(results, requested, before, after):
+    """{'packages', 'dependencies'}: what the role installed and may remove again (module_utils/hpnssh.py)."""
+    if not isinstance(results, (list, tuple)):
+        results = [results]
+    return hpnssh.packages_to_record(list(requested or []), hpnssh.reported_installs(list(results)),
+                                     list(before or []), list(after or []))
+
+
+def hpn_ssh_removal_problems(simulated, allowed):
+    """The packages a simulated removal would take besides the role's own."""
+    return hpnssh.removal_problems(str(simulated or ''), list(allowed or []))
+
+
 def hpn_ssh_config(settings, known, side='server', header=''):
     """{'text', 'dropped', 'guarded'}: the configuration file of the server or the client."""
     try:
@@ -52,4 +65,5 @@ def hpn_ssh_config(settings, known, side='server', header=''):
 
 class FilterModule(object):
     def filters(self):
-        return {'hpn_ssh_plan': hpn_ssh_plan, 'hpn_ssh_problems': hpn_ssh_problems, 'hpn_ssh_config': hpn_ssh_config}
+        return {'hpn_ssh_plan': hpn_ssh_plan, 'hpn_ssh_problems': hpn_ssh_problems, 'hpn_ssh_config': hpn_ssh_config,
+                'hpn_ssh_installed': hpn_ssh_installed, 'hpn_ssh_removal_problems': hpn_ssh_removal_problems}

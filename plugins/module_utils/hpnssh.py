@@ -347,6 +347,61 @@ def plan(facts, source='auto', files=None, repository=None, server=True, client=
     }
 
 
+# ----------------------------------------------------------------------------- what an installation installed
+
+_APT_NEW = re.compile(r'^The following NEW packages will be installed:\n((?:[ \t]+\S.*\n?)+)', re.M)
+_DPKG_NEW = re.compile(r'^Selecting previously unselected package ([a-z0-9][a-z0-9+.-]*?)(?::[a-z0-9]+)?\.?$', re.M)
+_DNF_INSTALLED = re.compile(r'^Installed: (\S+)$')
+
+
+def _rpm_name(nevra):
+    """'hpnssh-server' from 'hpnssh-server-1:18.6.2-1.fc41.x86_64' (name-[epoch:]version-release.arch)."""
+    without_arch = nevra.rsplit('.', 1)[0] if '.' in nevra.rsplit('-', 1)[-1] else nevra
+    return without_arch.rsplit('-', 2)[0]
+
+
+def reported_installs(results):
+    """The packages that the package manager said it newly installed, from the registered results of the role's
+    install tasks (ansible.builtin.package/apt: stdout of apt-get and dpkg; dnf: 'Installed: NEVRA' in results)."""
+    names = set()
+    for result in results or []:
+        if not isinstance(result, dict):
+            continue
+        nested = result.get('results')
+        if isinstance(nested, list) and any(isinstance(item, dict) for item in nested):
+            names.update(reported_installs(nested))         # a loop's items
+        stdout = result.get('stdout') or ''
+        for block in _APT_NEW.findall(stdout):
+            names.update(word.split(':')[0] for word in block.split())
+        names.update(_DPKG_NEW.findall(stdout))
+        for line in nested if isinstance(nested, list) else []:
+            match = _DNF_INSTALLED.match(line) if isinstance(line, str) else None
+            if match:
+                names.add(_rpm_name(match.group(1)))
+    return sorted(names)
+
+
+def packages_to_record(requested, reported, before, after):
+    """{'packages': [...], 'dependencies': [...]}: what the role may remove again with state=absent.
+
+    Only packages that are new on the host (in ``after``, not in ``before``: package_facts) and that the role asked
+    for by name (``requested``) or that the package manager reported as installed by the role's own transaction
+    (``reported``, reported_installs()). A package that appeared meanwhile for another reason (unattended-upgrades)
+    is neither.
+    """
+    new = set(after or []) - set(before or [])
+    packages = sorted(new & set(requested or []))
+    dependencies = sorted((new & set(reported or [])) - set(packages))
+    return {'packages': packages, 'dependencies': dependencies}
+
+
+def removal_problems(simulated, allowed):
+    """The packages a simulated removal (apt-get -s purge: 'Purg NAME ...' / 'Remv NAME ...' lines) would take away
+    besides ``allowed``: removing a dependency would also remove a package the role did not install."""
+    gone = set(re.findall(r'^(?:Purg|Remv) (\S+)', simulated or '', re.M))
+    return sorted(name.split(':')[0] for name in gone if name.split(':')[0] not in set(allowed))
+
+
 # ----------------------------------------------------------------------------- configuration text
 
 def _yes(flag):

@@ -226,3 +226,52 @@ def test_package_files_by_path_must_exist_and_be_readable_on_the_controller(tmp_
     ]                                           # URLs are checked by their checksum; a bad path by file_items
     assert hpnssh.controller_file_problems(str(present)) == []
     assert hpnssh.controller_file_problems([str(tmp_path)]) == []   # not a .deb: file_items refuses it
+
+
+APT_STDOUT = '''Reading package lists...
+Building dependency tree...
+The following additional packages will be installed:
+  libhpn1
+The following NEW packages will be installed:
+  hpnssh-client hpnssh-server libhpn1:amd64
+0 upgraded, 3 newly installed, 0 to remove and 0 not upgraded.
+Setting up libhpn1:amd64 (1.0-1) ...
+Setting up tzdata (2025b-0+deb12u1) ...
+'''
+DPKG_STDOUT = '''Selecting previously unselected package bdp-hpnssh-standin.
+(Reading database ... 6363 files and directories currently installed.)
+Unpacking bdp-hpnssh-standin (0.1) ...
+Selecting previously unselected package libfoo2:amd64.
+Setting up bdp-hpnssh-standin (0.1) ...
+'''
+
+
+def test_reported_installs_reads_apt_dpkg_and_dnf_results():
+    results = [
+        {'changed': True, 'stdout': APT_STDOUT},
+        {'results': [{'item': {'name': 'a.deb'}, 'stdout': DPKG_STDOUT}, {'skipped': True}]},
+        {'results': ['Installed: hpnssh-server-18.6.2-1.fc41.x86_64', 'Installed: hpnssh-1:18.6.2-1.el9.noarch',
+                     'Removed: old-1-1.noarch']},
+        {'skipped': True}, None,
+    ]
+    assert hpnssh.reported_installs(results) == ['bdp-hpnssh-standin', 'hpnssh', 'hpnssh-client', 'hpnssh-server',
+                                                 'libfoo2', 'libhpn1']
+
+
+def test_the_record_holds_what_was_asked_for_and_what_the_manager_reported_and_nothing_else():
+    before = ['openssh-server', 'libc6', 'libhpn1-old']
+    # unattended-upgrades installed linux-image-x meanwhile; libc6 was there already
+    after = before + ['hpnssh-server', 'hpnssh-client', 'libhpn1', 'linux-image-x']
+    record = hpnssh.packages_to_record(['hpnssh-server', 'hpnssh-client'], ['hpnssh-server', 'libhpn1', 'libc6'],
+                                       before, after)
+    assert record == {'packages': ['hpnssh-client', 'hpnssh-server'], 'dependencies': ['libhpn1']}
+    # asked for, but already there before: not the role's to remove
+    assert hpnssh.packages_to_record(['openssh-server'], [], before, before) == {'packages': [], 'dependencies': []}
+
+
+def test_a_removal_that_would_take_another_package_is_a_problem():
+    simulated = ('Reading package lists...\nPurg hpnssh-server [18.6.2]\nPurg libhpn1:amd64 [1.0-1]\n'
+                 'Remv mytool [2.0]\nPurg libhpn1 [1.0-1]\n')
+    assert hpnssh.removal_problems(simulated, ['hpnssh-server', 'libhpn1']) == ['mytool']
+    assert hpnssh.removal_problems(simulated, ['hpnssh-server', 'libhpn1', 'mytool']) == []
+
