@@ -44,8 +44,11 @@ CHECKSUM = re.compile(r'^(sha1|sha224|sha256|sha384|sha512|md5):([0-9a-fA-F]+)$'
 CHECKSUM_HELP = 'algorithm:hex digest, such as sha256:<64 hex digits>'
 FILES_HELP = ('a list, each item an absolute path on the controller to a .deb or .rpm file, or a mapping '
               '{url: https://..., checksum: "sha256:<hex>"}')
-REPOSITORY_HELP = ('a mapping with url (http://, https:// or file://) and key (the signing key: a URL, a path on the '
-                   'host or the ASCII-armoured key), and for apt suites (default "/") and components (default none)')
+REPOSITORY_HELP = ('a mapping with url (http://, https:// or file://) and key (the signing key: an https:// or file:// '
+                   'URL, a path on the host or the ASCII-armoured key), and for apt suites (default "/") and components '
+                   '(default none)')
+KEY_HELP = ('an https:// or file:// URL, an absolute path on the host, or the ASCII-armoured key '
+            '(-----BEGIN PGP PUBLIC KEY BLOCK-----)')
 USERS_HELP = 'a list of user names or patterns (alice, "*@10.0.0.0/8"), without spaces'
 PORT_HELP = 'a TCP port from 1 to 65535 other than 22 (the system OpenSSH), as a number or digits (default 2222)'
 HOST_KEY_TYPES = ('ed25519', 'rsa', 'ecdsa')
@@ -189,6 +192,11 @@ def repository_problems(value, name='hpn_ssh_repository'):
     if not isinstance(key, str) or not key.strip():
         problems.append('%s.key: %s is missing or empty; the role adds no unsigned repository; expected %s.'
                         % (name, _show(key), REPOSITORY_HELP))
+    elif not re.match(r'^(https://\S+|file:///\S+|/\S+)$', key.strip()) and not key.strip().startswith('-----BEGIN'):
+        # the key is what makes the repository trustworthy: fetched over plain http (or ftp), anyone on the path
+        # could replace it together with the packages
+        problems.append('%s.key: %s is not a key the role can trust; expected %s. A signing key is fetched only over '
+                        'https, never plain http.' % (name, _show(key), KEY_HELP))
     suites = value.get('suites', '/')
     if not isinstance(suites, str) or not suites.strip() or ' ' in suites.strip():
         problems.append('%s.suites: %s is not one suite; expected a suite name or "/" (a flat repository).'

@@ -109,7 +109,15 @@ def test_good_inputs_have_no_problems():
     ({'hpn_ssh_package_files': [{'url': 'https://h.invalid/a.deb', 'checksum': 'abc'}]}, ['"abc" is not a checksum']),
     ({'hpn_ssh_package_files': '/srv/a.deb'}, ['hpn_ssh_package_files: "/srv/a.deb" is not a list']),
     ({'hpn_ssh_repository': {'url': 'https://r.invalid/'}}, ['hpn_ssh_repository.key', 'no unsigned repository']),
-    ({'hpn_ssh_repository': {'url': 'ftp://r', 'key': 'k'}}, ['hpn_ssh_repository.url: "ftp://r"']),
+    ({'hpn_ssh_repository': {'url': 'ftp://r', 'key': '/etc/k.asc'}}, ['hpn_ssh_repository.url: "ftp://r"']),
+    ({'hpn_ssh_repository': {'url': 'https://r.invalid/', 'key': 'http://r.invalid/Release.key'}},
+     ['hpn_ssh_repository.key: "http://r.invalid/Release.key" is not a key the role can trust', 'never plain http']),
+    ({'hpn_ssh_repository': {'url': 'https://r.invalid/', 'key': 'HTTP://r.invalid/Release.key'}},
+     ['hpn_ssh_repository.key: "HTTP://r.invalid/Release.key"']),
+    ({'hpn_ssh_repository': {'url': 'https://r.invalid/', 'key': 'ftp://r.invalid/Release.key'}},
+     ['hpn_ssh_repository.key: "ftp://r.invalid/Release.key"']),
+    ({'hpn_ssh_repository': {'url': 'https://r.invalid/', 'key': 'Release.key'}},
+     ['hpn_ssh_repository.key: "Release.key"']),
     ({'hpn_ssh_allow_users': 'xfer'}, ['hpn_ssh_allow_users: "xfer" is not a list']),
     ({'hpn_ssh_allow_groups': ['a b']}, ['hpn_ssh_allow_groups[0]: "a b"']),
     ({'hpn_ssh_permit_root_login': 'yes'}, ['hpn_ssh_permit_root_login: "yes"', 'never written']),
@@ -275,3 +283,8 @@ def test_a_removal_that_would_take_another_package_is_a_problem():
     assert hpnssh.removal_problems(simulated, ['hpnssh-server', 'libhpn1']) == ['mytool']
     assert hpnssh.removal_problems(simulated, ['hpnssh-server', 'libhpn1', 'mytool']) == []
 
+
+def test_a_signing_key_is_taken_over_https_file_a_path_or_inline_only():
+    for key in ('https://r.invalid/Release.key', 'file:///srv/repo/Release.key', '/etc/apt/keyrings/hpn.asc',
+                '-----BEGIN PGP PUBLIC KEY BLOCK-----\nmQINBF...\n-----END PGP PUBLIC KEY BLOCK-----\n'):
+        assert hpnssh.repository_problems({'url': 'http://r.invalid/debian/', 'key': key}) == [], key
