@@ -200,7 +200,7 @@ overrides:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.bdp.wan_tune.plugins.module_utils import congestion, files
+from ansible_collections.bdp.wan_tune.plugins.module_utils import congestion, files, runlock
 
 
 def main():
@@ -212,7 +212,11 @@ def main():
         ),
         supports_check_mode=True,
     )
-    module.exit_json(**congestion.run(module, module.params['state']))
+    if module.params['state'] == 'verified':          # reads only
+        module.exit_json(**congestion.run(module, 'verified'))
+    # one state-changing step at a time on the host: the records are read, changed and written under the lock
+    with runlock.held(module, module.params['state_dir'], 'tcp_congestion %s' % module.params['state']):
+        module.exit_json(**congestion.run(module, module.params['state']))
 
 
 if __name__ == '__main__':
