@@ -108,6 +108,9 @@ def held(module, state_dir, step=None, wait=WAIT):
         fd = acquire(path, step or getattr(module, '_name', 'a step'), wait)
     except LockHeld as exc:
         module.fail_json(msg=str(exc), changed=False)
+    except (IOError, OSError) as exc:
+        module.fail_json(msg='Cannot take the lock %s for this step (%s); nothing was changed by this step. The '
+                             'steps that change the host need root (become).' % (path, exc), changed=False)
     try:
         yield
     finally:

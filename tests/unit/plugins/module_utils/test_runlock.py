@@ -68,3 +68,12 @@ def test_a_waiter_takes_the_new_file_when_the_holder_removed_its_own(tmp_path):
     second = runlock.acquire(path, 'b', wait=0)
     assert os.path.exists(path) and runlock.describe(path).endswith(', b)')
     runlock.release(second, path)
+
+
+def test_a_lock_that_cannot_be_made_fails_with_the_path_not_a_traceback(tmp_path):
+    blocker = tmp_path / 'not-a-directory'
+    blocker.write_text('')
+    with pytest.raises(Exited) as info:
+        with runlock.held(Module(), str(blocker / 'state')):
+            pytest.fail('ran without the lock')
+    assert info.value.args[0]['msg'].startswith('Cannot take the lock %s' % (blocker / 'state' / runlock.LOCK_NAME))
