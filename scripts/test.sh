@@ -57,6 +57,8 @@ host() {
     python -m pytest tests/integration/test_bad_inputs.py -q
     stage "verify playbook on the controller (loopback): bad inputs, a pair in error, the report before the failure"
     python -m pytest tests/integration/test_verify_controller.py -q
+    stage "the README's quick start from an installed build: build_ignore, install ., preview and undo in check mode"
+    python -m pytest tests/integration/test_collection_install.py -q
 }
 
 lab() {

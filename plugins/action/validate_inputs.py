@@ -547,6 +547,8 @@ def check_host(variables, tcp_buffers=True, jumbo_mtu=True, play_peers=None, spe
         settings = dict((var, values[var]) for var in raw if var.startswith('hpn_ssh_') and values.get(var) is not None)
         if len(settings) == len([var for var in raw if var.startswith('hpn_ssh_')]):
             problems.extend(_hpnssh.check_inputs(settings))
+            # the package files the role copies from the controller: there, now, before any host changes
+            problems.extend(_hpnssh.controller_file_problems(settings.get('hpn_ssh_package_files', [])))
     return problems
 
 

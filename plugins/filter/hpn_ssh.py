@@ -30,7 +30,23 @@ def hpn_ssh_problems(values):
     """Every problem with the role's inputs, one message each."""
     if not isinstance(values, dict):
         raise AnsibleFilterError('hpn_ssh_problems: expected a mapping of variables, got %r' % (values,))
-    return hpnssh.check_inputs(values)
+    problems = hpnssh.check_inputs(values)
+    if values.get('hpn_ssh_state', 'present') == 'present':
+        problems.extend(hpnssh.controller_file_problems(values.get('hpn_ssh_package_files', [])))
+    return problems
+
+
+def hpn_ssh_installed(results, requested, before, after):
+    """{'packages', 'dependencies'}: what the role installed and may remove again (module_utils/hpnssh.py)."""
+    if not isinstance(results, (list, tuple)):
+        results = [results]
+    return hpnssh.packages_to_record(list(requested or []), hpnssh.reported_installs(list(results)),
+                                     list(before or []), list(after or []))
+
+
+def hpn_ssh_removal_problems(simulated, allowed):
+    """The packages a simulated removal would take besides the role's own."""
+    return hpnssh.removal_problems(str(simulated or ''), list(allowed or []))
 
 
 def hpn_ssh_config(settings, known, side='server', header=''):
@@ -49,4 +65,5 @@ def hpn_ssh_config(settings, known, side='server', header=''):
 
 class FilterModule(object):
     def filters(self):
-        return {'hpn_ssh_plan': hpn_ssh_plan, 'hpn_ssh_problems': hpn_ssh_problems, 'hpn_ssh_config': hpn_ssh_config}
+        return {'hpn_ssh_plan': hpn_ssh_plan, 'hpn_ssh_problems': hpn_ssh_problems, 'hpn_ssh_config': hpn_ssh_config,
+                'hpn_ssh_installed': hpn_ssh_installed, 'hpn_ssh_removal_problems': hpn_ssh_removal_problems}

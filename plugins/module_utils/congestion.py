@@ -13,7 +13,7 @@ gives them the module with the request's options as its params."""
 import os
 import socket
 
-from ansible_collections.bdp.wan_tune.plugins.module_utils import files, qdisc, sysctl
+from ansible_collections.bdp.wan_tune.plugins.module_utils import files, kmod, qdisc, sysctl
 from ansible_collections.bdp.wan_tune.plugins.module_utils.dropin import CC_KEY, DropIn
 from ansible_collections.bdp.wan_tune.plugins.module_utils.kmod import Kernel, congestion_control_name
 from ansible_collections.bdp.wan_tune.plugins.module_utils.record import Record
@@ -33,6 +33,21 @@ def default_route_interfaces():
     return found
 
 
+def missing_algorithm(release, algorithm, cc_list):
+    """The refusal of a congestion control the kernel does not have: the variable, its value, what the host offers
+    and the fix. Version facts only where they are true (BBR came with Linux 4.9; other names have their own)."""
+    loadable = [name for name in kmod.loadable_congestion_controls(release) or [] if name not in cc_list]
+    offers = '%s (available now)' % (' '.join(cc_list) or 'nothing')
+    if loadable:
+        offers += ', %s (loadable modules)' % ' '.join(loadable)
+    fix = 'Set bbr_algorithm to one of these, or boot a kernel built with CONFIG_TCP_CONG_%s' % algorithm.upper()
+    if algorithm == 'bbr':
+        fix += ' (BBR: Linux 4.9 or later; every current distribution kernel has it as a module)'
+    return ('bbr_algorithm (the algorithm option): %r is not a congestion control of kernel %s: it is neither built in '
+            'nor available as module tcp_%s. This host offers: %s. %s; inside a container, the host\'s kernel '
+            'decides: load tcp_%s on the host.' % (algorithm, release, algorithm, offers, fix, algorithm))
+
+
 def available(module):
     params = module.params
     kernel = Kernel(module)
@@ -41,11 +56,7 @@ def available(module):
     cc_list = (sysctl.read_live('net.ipv4.tcp_available_congestion_control') or '').split()
     source = kernel.congestion_source(algorithm, algorithm in cc_list)
     if source in ('missing', 'unknown') and algorithm not in cc_list:
-        module.fail_json(msg='Kernel %s has no %s congestion control: it is neither built in nor available as module '
-                             'tcp_%s (available: %s). Boot a kernel built with CONFIG_TCP_CONG_%s (Linux 4.9 or later; '
-                             'every current distribution kernel has it as a module), or inside a container load '
-                             'tcp_%s on the host.' % (kernel.release, algorithm, algorithm, ' '.join(cc_list),
-                                                      algorithm.upper(), algorithm), **result)
+        module.fail_json(msg=missing_algorithm(kernel.release, algorithm, cc_list), **result)
     needs_load = []
     if source == 'module':
         needs_load.append('tcp_' + algorithm)
@@ -63,8 +74,9 @@ def available(module):
             if kernel.load('sch_fq'):
                 result['loaded'].append('sch_fq')
         if not result['qdisc_available']:
-            module.warn('The fq qdisc (sch_fq) is not available on kernel %s (%s); continuing without it. Linux 4.13 '
-                        'and later pace TCP internally, so BBR still works.' % (kernel.release, qsource))
+            module.warn('The fq qdisc (sch_fq) is not available on kernel %s (%s); continuing without it.%s'
+                        % (kernel.release, qsource, ' BBR paces its own flows on Linux 4.13 and later, so it still '
+                                                    'works.' if params['algorithm'] == 'bbr' else ''))
     result['changed'] = bool(result['loaded'])
     if result['loaded']:
         result['diff'].append({'before': '', 'after': ''.join(name + '\n' for name in result['loaded']),
@@ -186,8 +198,9 @@ def queued(module, names, found, seen=None):
                         % (name, tree.kind, ', '.join(lower)))
             result += queued(module, lower, found, seen)
         else:
-            module.warn('%s has no queue of its own (%s) and no device below it; it is left without fq (BBR paces '
-                        'its flows itself on Linux 4.13 and later).' % (name, tree.kind))
+            module.warn('%s has no queue of its own (%s) and no device below it; it is left without fq%s.'
+                        % (name, tree.kind, ' (BBR paces its flows itself on Linux 4.13 and later)'
+                           if module.params['algorithm'] == 'bbr' else ''))
     return result
 
 

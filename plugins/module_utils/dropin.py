@@ -298,23 +298,38 @@ class DropIn(DropInPlan, MemoryGuard):
                 self.record.forget(*given_back)
                 self.record.save()
         except (IOError, OSError, RuntimeError) as exc:
-            self.rollback(written, old_text)
-            self.fail('Applying %s failed and was rolled back (file and live values restored): %s. Check the value '
-                      'against the kernel limits (see docs/troubleshooting.md).' % (self.path, exc))
+            errors = self.rollback(written, old_text)
+            if not errors:
+                self.fail('Applying %s failed and was rolled back (file and live values restored): %s. Check the value '
+                          'against the kernel limits (see docs/troubleshooting.md).' % (self.path, exc))
+            self.fail('Applying %s failed: %s. The rollback is incomplete: %s. Everything else was restored; put '
+                      'these back by hand (sysctl -w KEY=VALUE; see docs/troubleshooting.md).'
+                      % (self.path, exc, '; '.join(errors)), rollback_errors=errors)
 
     def rollback(self, written, old_text):
+        """Put back the live values of ``written`` and the file as it was; what could not be put back, one message
+        each (an empty list: everything was restored)."""
+        errors = []
         for key in written:
             before = self.result['settings'][key]['before']
             try:
                 sysctl.write_live(key, before)
                 self.result['settings'][key]['after'] = before
-            except (IOError, OSError):
-                pass
-        if old_text is None:
-            if os.path.exists(self.path):
-                os.unlink(self.path)
-        elif self.read_file() != old_text:
-            self.write_file(old_text)
+            except (IOError, OSError) as exc:
+                try:
+                    now = repr(sysctl.read_live(key))
+                except (IOError, OSError):
+                    now = 'unreadable'
+                errors.append('%s is still %s, not restored to %r (%s)' % (key, now, before, exc))
+        try:
+            if old_text is None:
+                if os.path.exists(self.path):
+                    os.unlink(self.path)
+            elif self.read_file() != old_text:
+                self.write_file(old_text)
+        except (IOError, OSError) as exc:
+            errors.append('%s could not be put back as it was (%s)' % (self.path, exc))
+        return errors
 
     def present(self):
         guard = self.memory_guard()

@@ -22,6 +22,7 @@ Which option an installed binary knows is never taken from a version table alone
 (module hpn_ssh_probe, probe_verdict() below).  The table OPTIONS is what the documentation says, used to explain.
 """
 
+import os
 import re
 
 from ansible_collections.bdp.wan_tune.plugins.module_utils.bdp import read_bool
@@ -43,8 +44,11 @@ CHECKSUM = re.compile(r'^(sha1|sha224|sha256|sha384|sha512|md5):([0-9a-fA-F]+)$'
 CHECKSUM_HELP = 'algorithm:hex digest, such as sha256:<64 hex digits>'
 FILES_HELP = ('a list, each item an absolute path on the controller to a .deb or .rpm file, or a mapping '
               '{url: https://..., checksum: "sha256:<hex>"}')
-REPOSITORY_HELP = ('a mapping with url (http://, https:// or file://) and key (the signing key: a URL, a path on the '
-                   'host or the ASCII-armoured key), and for apt suites (default "/") and components (default none)')
+REPOSITORY_HELP = ('a mapping with url (http://, https:// or file://) and key (the signing key: an https:// or file:// '
+                   'URL, a path on the host or the ASCII-armoured key), and for apt suites (default "/") and components '
+                   '(default none)')
+KEY_HELP = ('an https:// or file:// URL, an absolute path on the host, or the ASCII-armoured key '
+            '(-----BEGIN PGP PUBLIC KEY BLOCK-----)')
 USERS_HELP = 'a list of user names or patterns (alice, "*@10.0.0.0/8"), without spaces'
 PORT_HELP = 'a TCP port from 1 to 65535 other than 22 (the system OpenSSH), as a number or digits (default 2222)'
 HOST_KEY_TYPES = ('ed25519', 'rsa', 'ecdsa')
@@ -158,6 +162,23 @@ def file_items(value, name='hpn_ssh_package_files'):
     return items, problems
 
 
+def controller_file_problems(value, name='hpn_ssh_package_files', isfile=None, readable=None):
+    """The package files given by path that the controller cannot read (the role copies them from there): one
+    message each. Runs on the controller only (the validation play's action plugin and the role's input filter)."""
+    isfile = isfile or os.path.isfile
+    readable = readable or (lambda path: os.access(path, os.R_OK))
+    problems = []
+    for index, item in enumerate(value if isinstance(value, (list, tuple)) else []):
+        if isinstance(item, str) and not file_items([item])[1]:      # a well-formed path (file_items says the rest)
+            if not isfile(item):
+                problems.append('%s[%d]: "%s" does not exist on the controller (or is not a file); expected %s.'
+                                % (name, index, item, FILES_HELP))
+            elif not readable(item):
+                problems.append('%s[%d]: "%s" cannot be read on the controller; expected %s.'
+                                % (name, index, item, FILES_HELP))
+    return problems
+
+
 def repository_problems(value, name='hpn_ssh_repository'):
     """What is wrong with the operator's repository mapping ({} is 'none given')."""
     if value in (None, {}):
@@ -171,6 +192,11 @@ def repository_problems(value, name='hpn_ssh_repository'):
     if not isinstance(key, str) or not key.strip():
         problems.append('%s.key: %s is missing or empty; the role adds no unsigned repository; expected %s.'
                         % (name, _show(key), REPOSITORY_HELP))
+    elif not re.match(r'^(https://\S+|file:///\S+|/\S+)$', key.strip()) and not key.strip().startswith('-----BEGIN'):
+        # the key is what makes the repository trustworthy: fetched over plain http (or ftp), anyone on the path
+        # could replace it together with the packages
+        problems.append('%s.key: %s is not a key the role can trust; expected %s. A signing key is fetched only over '
+                        'https, never plain http.' % (name, _show(key), KEY_HELP))
     suites = value.get('suites', '/')
     if not isinstance(suites, str) or not suites.strip() or ' ' in suites.strip():
         problems.append('%s.suites: %s is not one suite; expected a suite name or "/" (a flat repository).'
@@ -327,6 +353,61 @@ def plan(facts, source='auto', files=None, repository=None, server=True, client=
         'repository': dict(repository) if chosen == 'repository' else {},
         'reason': reason,
     }
+
+
+# ----------------------------------------------------------------------------- what an installation installed
+
+_APT_NEW = re.compile(r'^The following NEW packages will be installed:\n((?:[ \t]+\S.*\n?)+)', re.M)
+_DPKG_NEW = re.compile(r'^Selecting previously unselected package ([a-z0-9][a-z0-9+.-]*?)(?::[a-z0-9]+)?\.?$', re.M)
+_DNF_INSTALLED = re.compile(r'^Installed: (\S+)$')
+
+
+def _rpm_name(nevra):
+    """'hpnssh-server' from 'hpnssh-server-1:18.6.2-1.fc41.x86_64' (name-[epoch:]version-release.arch)."""
+    without_arch = nevra.rsplit('.', 1)[0] if '.' in nevra.rsplit('-', 1)[-1] else nevra
+    return without_arch.rsplit('-', 2)[0]
+
+
+def reported_installs(results):
+    """The packages that the package manager said it newly installed, from the registered results of the role's
+    install tasks (ansible.builtin.package/apt: stdout of apt-get and dpkg; dnf: 'Installed: NEVRA' in results)."""
+    names = set()
+    for result in results or []:
+        if not isinstance(result, dict):
+            continue
+        nested = result.get('results')
+        if isinstance(nested, list) and any(isinstance(item, dict) for item in nested):
+            names.update(reported_installs(nested))         # a loop's items
+        stdout = result.get('stdout') or ''
+        for block in _APT_NEW.findall(stdout):
+            names.update(word.split(':')[0] for word in block.split())
+        names.update(_DPKG_NEW.findall(stdout))
+        for line in nested if isinstance(nested, list) else []:
+            match = _DNF_INSTALLED.match(line) if isinstance(line, str) else None
+            if match:
+                names.add(_rpm_name(match.group(1)))
+    return sorted(names)
+
+
+def packages_to_record(requested, reported, before, after):
+    """{'packages': [...], 'dependencies': [...]}: what the role may remove again with state=absent.
+
+    Only packages that are new on the host (in ``after``, not in ``before``: package_facts) and that the role asked
+    for by name (``requested``) or that the package manager reported as installed by the role's own transaction
+    (``reported``, reported_installs()). A package that appeared meanwhile for another reason (unattended-upgrades)
+    is neither.
+    """
+    new = set(after or []) - set(before or [])
+    packages = sorted(new & set(requested or []))
+    dependencies = sorted((new & set(reported or [])) - set(packages))
+    return {'packages': packages, 'dependencies': dependencies}
+
+
+def removal_problems(simulated, allowed):
+    """The packages a simulated removal (apt-get -s purge: 'Purg NAME ...' / 'Remv NAME ...' lines) would take away
+    besides ``allowed``: removing a dependency would also remove a package the role did not install."""
+    gone = set(re.findall(r'^(?:Purg|Remv) (\S+)', simulated or '', re.M))
+    return sorted(name.split(':')[0] for name in gone if name.split(':')[0] not in set(allowed))
 
 
 # ----------------------------------------------------------------------------- configuration text

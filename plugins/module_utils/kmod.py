@@ -40,6 +40,17 @@ def congestion_control_name(value):
     return None
 
 
+def loadable_congestion_controls(release):
+    """The congestion controls this kernel has as loadable modules (tcp_<name>.ko under net/ipv4 in modules.dep),
+    sorted; None when modules.dep cannot be read."""
+    text = files.read_text('/lib/modules/%s/modules.dep' % release)
+    if text is None:
+        return None
+    names = set(re.findall(r'^\S*/net/ipv4/tcp_(\w+)\.ko(?:\.\w+)?:', text, re.M))
+    names.discard('diag')                   # tcp_diag: socket monitoring, not a congestion control
+    return sorted(names)
+
+
 def kernel_config(option):
     """'y', 'm', 'n' or None (unknown) for a CONFIG_ option, from /proc/config.gz or /boot/config-*."""
     release = os.uname()[2]

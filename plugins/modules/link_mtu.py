@@ -264,6 +264,7 @@ from ansible_collections.bdp.wan_tune.plugins.module_utils import linkmtu
 from ansible_collections.bdp.wan_tune.plugins.module_utils import mtuplan
 from ansible_collections.bdp.wan_tune.plugins.module_utils import mtuproof
 from ansible_collections.bdp.wan_tune.plugins.module_utils import mtutimer
+from ansible_collections.bdp.wan_tune.plugins.module_utils import runlock
 from ansible_collections.bdp.wan_tune.plugins.module_utils import sysctl
 from ansible_collections.bdp.wan_tune.plugins.module_utils.record import Record
 
@@ -740,12 +741,14 @@ def main():
         module.fail_json(msg='proof_port: %d is not a TCP port (1..65535).' % module.params['proof_port'])
     if module.params['probe_count'] < 1:
         module.fail_json(msg='probe_count: %d; send at least one probe.' % module.params['probe_count'])
-    link = LinkMtu(module)
-    try:
-        STATES[module.params['state']](link)
-    except RuntimeError as exc:
-        link.fail(str(exc))
-    module.exit_json(**link.result)
+    # one state-changing step at a time on the host: the records are read, changed and written under the lock
+    with runlock.held(module, module.params['state_dir'], 'link_mtu %s' % module.params['state']):
+        link = LinkMtu(module)
+        try:
+            STATES[module.params['state']](link)
+        except RuntimeError as exc:
+            link.fail(str(exc))
+        module.exit_json(**link.result)
 
 
 if __name__ == '__main__':

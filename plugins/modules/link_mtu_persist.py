@@ -146,6 +146,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bdp.wan_tune.plugins.module_utils import files
 from ansible_collections.bdp.wan_tune.plugins.module_utils import linkmtu
 from ansible_collections.bdp.wan_tune.plugins.module_utils import netconf
+from ansible_collections.bdp.wan_tune.plugins.module_utils import runlock
 from ansible_collections.bdp.wan_tune.plugins.module_utils.mtupersist import Backends, Detection
 
 
@@ -317,15 +318,17 @@ def main():
         required_if=[('state', 'present', ('interfaces',))],
         supports_check_mode=True,
     )
-    persist = Persist(module)
-    try:
-        if module.params['state'] == 'present':
-            persist.present()
-        else:
-            persist.absent()
-    except (RuntimeError, netconf.NetConfError) as exc:
-        persist.fail(str(exc))
-    module.exit_json(**persist.result)
+    # one state-changing step at a time on the host: the records are read, changed and written under the lock
+    with runlock.held(module, module.params['state_dir'], 'link_mtu_persist %s' % module.params['state']):
+        persist = Persist(module)
+        try:
+            if module.params['state'] == 'present':
+                persist.present()
+            else:
+                persist.absent()
+        except (RuntimeError, netconf.NetConfError) as exc:
+            persist.fail(str(exc))
+        module.exit_json(**persist.result)
 
 
 if __name__ == '__main__':

@@ -223,6 +223,14 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+rollback_errors:
+  description:
+    - After a failed apply, what could not be put back (a live value the kernel refused to take back, the file); the
+      message then says the rollback is incomplete instead of "file and live values restored".
+  returned: failure, when the rollback was incomplete
+  type: list
+  elements: str
+  sample: ["net.core.rmem_max is still '98000000', not restored to '212992' ([Errno 1] Operation not permitted)"]
 path:
   description: The drop-in file.
   returned: always
@@ -326,7 +334,7 @@ memory:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.bdp.wan_tune.plugins.module_utils import congestion, files
+from ansible_collections.bdp.wan_tune.plugins.module_utils import congestion, files, runlock
 from ansible_collections.bdp.wan_tune.plugins.module_utils.dropin import DropIn
 
 
@@ -366,18 +374,20 @@ def main():
     )
     if module.params['congestion'] is not None and module.params['state'] != 'present':
         module.fail_json(msg='congestion goes with state=present only; roll back with tcp_congestion state=absent.')
-    cc_result = run_congestion(module) if module.params['congestion'] is not None else None
-    dropin = DropIn(module)
-    if cc_result is not None:
-        dropin.result['congestion'] = cc_result        # also in a failure of this file
-    if module.params['state'] == 'present':
-        dropin.present()
-    else:
-        dropin.absent()
-    if cc_result is not None:
-        dropin.result['changed'] = dropin.result['changed'] or cc_result['changed']
-        dropin.result['diff'] = cc_result['diff'] + dropin.result['diff']
-    module.exit_json(**dropin.result)
+    # one state-changing step at a time on the host: the records are read, changed and written under the lock
+    with runlock.held(module, module.params['state_dir'], 'sysctl_dropin %s' % module.params['path']):
+        cc_result = run_congestion(module) if module.params['congestion'] is not None else None
+        dropin = DropIn(module)
+        if cc_result is not None:
+            dropin.result['congestion'] = cc_result        # also in a failure of this file
+        if module.params['state'] == 'present':
+            dropin.present()
+        else:
+            dropin.absent()
+        if cc_result is not None:
+            dropin.result['changed'] = dropin.result['changed'] or cc_result['changed']
+            dropin.result['diff'] = cc_result['diff'] + dropin.result['diff']
+        module.exit_json(**dropin.result)
 
 
 if __name__ == '__main__':

@@ -16,7 +16,7 @@ description:
     queue under C(mq) on a multiqueue NIC (never one root fq over all queues, which would put every queue behind one
     lock). A root qdisc that someone configured (a handle other than C(0:), for example an htb shaper) is left alone
     with a warning. A kernel without the algorithm fails with its version and the fix; a kernel without fq is
-    reported and the run continues, because Linux 4.13 and later pace TCP without fq.
+    reported and the run continues, because BBR paces its own flows without fq on Linux 4.13 and later.
   - With O(sysctl_file), the same run then makes O(algorithm) the default congestion control, and O(qdisc) the
     default qdisc where the kernel has it (C(net.ipv4.tcp_congestion_control), C(net.core.default_qdisc)), through
     that drop-in file with the engine of M(bdp.wan_tune.sysctl_dropin) (one implementation, in
@@ -200,7 +200,7 @@ overrides:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.bdp.wan_tune.plugins.module_utils import congestion, files
+from ansible_collections.bdp.wan_tune.plugins.module_utils import congestion, files, runlock
 
 
 def main():
@@ -212,7 +212,11 @@ def main():
         ),
         supports_check_mode=True,
     )
-    module.exit_json(**congestion.run(module, module.params['state']))
+    if module.params['state'] == 'verified':          # reads only
+        module.exit_json(**congestion.run(module, 'verified'))
+    # one state-changing step at a time on the host: the records are read, changed and written under the lock
+    with runlock.held(module, module.params['state_dir'], 'tcp_congestion %s' % module.params['state']):
+        module.exit_json(**congestion.run(module, module.params['state']))
 
 
 if __name__ == '__main__':

@@ -174,6 +174,10 @@ BAD = [
      ["jumbo_mtu_tcp_proof: false is a boolean", "quote it ('off'); expected one of auto, required, off."]),
     ('bbr_algorithm of 16 characters', ['-e', 'bbr_algorithm=abcdefghijklmnop'], {}, ['h1', 'h2'],
      ["bbr_algorithm: 'abcdefghijklmnop' is longer than 15 characters"]),
+    ('hpn_ssh package file missing on the controller',
+     ['-e', json.dumps({'hpn_ssh': True, 'hpn_ssh_package_files': ['/nonexistent/bdp-wan-tune/hpnssh-server.deb']})],
+     {}, ['h1', 'h2'],
+     ['hpn_ssh_package_files[0]: "/nonexistent/bdp-wan-tune/hpnssh-server.deb" does not exist on the controller']),
 ]
 
 
@@ -194,6 +198,30 @@ def test_bad_input_stops_every_host_before_any_change(controller, extra, host_va
     for internal in ('_AnsibleTagged', '<class', 'Traceback', 'decimal.', 'argument_spec'):
         assert internal not in output, output
     assert max(len(line) for line in output.splitlines()) < 2000, 'a huge line in the output'
+    assert_nothing_changed(host, before, state, output)
+
+
+HPN_CACHE = '/var/cache/bdp_wan_tune/hpn_ssh'     # the hpn_ssh role's package directory (roles/hpn_ssh/vars)
+
+
+def test_hpn_ssh_without_a_package_source_stops_in_the_validation_play(controller):
+    """-e "rate=1g rtt=98 hpn_ssh=true" on Debian (this controller) with neither hpn_ssh_repository nor
+    hpn_ssh_package_files: Debian has no public HPN-SSH package, which only the host's facts tell. The validation play
+    reads them (setup, read-only) and refuses every host before any host changes: tcp_buffers and bbr never ran."""
+    host, before, state = controller
+    cache = os.path.exists(HPN_CACHE)
+    with open('/etc/os-release') as handle:
+        if 'ID=debian' not in handle.read():
+            pytest.skip('the controller is not Debian: it may have a public HPN-SSH source')
+    rc, output = host.run('-e', 'hpn_ssh=true')
+    assert rc != 0, output
+    assert 'PLAY [Tune TCP for long fat networks]' not in output, 'the tuning play started:\n' + output
+    for name in HOSTS:
+        assert re.search(r'%s: There is no public HPN-SSH package source for Debian [0-9.]+ ' % name, output), output
+    assert 'Give hpn_ssh_repository' in output and 'hpn_ssh_package_files' in output
+    assert NOTHING_CHANGED in output
+    assert 'changed=0' in output and not re.search(r'changed=[1-9]', output), output
+    assert os.path.exists(HPN_CACHE) == cache
     assert_nothing_changed(host, before, state, output)
 
 

@@ -210,3 +210,42 @@ def test_rtt_auto_measures_records_and_rolls_back(host):
     assert changed == 0, 'second rtt=auto run changed something:\n' + output
     output, changed = run('-e', 'tcp_buffers_state=absent', '-t', 'tcp_buffers')
     assert not os.path.exists(record) and not os.path.exists(files['tcp_buffers_sysctl_file'])
+
+
+HOLDER = r'''
+import sys
+sys.path.insert(0, sys.argv[1])
+from ansible_collections.bdp.wan_tune.plugins.module_utils import runlock
+fd = runlock.acquire(sys.argv[2], 'the test holder')
+print('held', flush=True)
+sys.stdin.read()                # until the test closes stdin
+runlock.release(fd, sys.argv[2])
+'''
+
+
+def test_a_second_run_waits_briefly_then_fails_while_another_holds_the_lock(host):
+    """Two runs at once on one host (issue 15): while another run's step holds the host's lock
+    (/var/lib/bdp_wan_tune/run.lock, here a process of this test), the run's first state-changing step waits, then
+    fails with "another bdp.wan_tune run holds the lock since ..." and changes nothing."""
+    before, files, run = host
+    sys.path.insert(0, os.path.join(ROOT, 'tests'))
+    from collection_path import collections_base
+    lock = '/var/lib/bdp_wan_tune/run.lock'
+    state_dir_existed = os.path.isdir('/var/lib/bdp_wan_tune')
+    holder = subprocess.Popen([sys.executable, '-c', HOLDER, collections_base(), lock], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == 'held'
+        output, changed = run(expect_rc=2)
+        assert re.search(r'another bdp\.wan_tune run holds the lock since 20\S+Z \(pid %d, the test holder\)'
+                         % holder.pid, output), output
+        assert 'Waited 10 s; nothing was changed by this step.' in output
+        assert dict((key, read(key)) for key in KEYS) == before
+        assert not any(os.path.exists(path) for path in files.values())
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
+    assert not os.path.exists(lock)
+    assert os.path.isdir('/var/lib/bdp_wan_tune') == state_dir_existed
+    output, changed = run()                     # the lock is free again: the run goes through
+    assert changed and changed > 0, output

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 
 import pytest
 
@@ -104,7 +105,9 @@ def test_debian_with_the_operators_repository_or_files(tmp_path):
     rc, plan, messages = run(tmp_path, 'debian', {'hpn_ssh_repository': repo})
     assert rc == 0, messages
     assert plan['source'] == 'repository' and plan['repository']['url'] == repo['url']
-    files = ['/srv/hpnssh-client_18.6.2_amd64.deb', {'url': 'https://files.example.invalid/s.deb', 'checksum': SHA}]
+    deb = tmp_path / 'hpnssh-client_18.6.2_amd64.deb'
+    deb.write_bytes(b'!<arch>\n')                  # the file must exist on the controller; the plan only names it
+    files = [str(deb), {'url': 'https://files.example.invalid/s.deb', 'checksum': SHA}]
     rc, plan, messages = run(tmp_path, 'debian', {'hpn_ssh_package_files': files})
     assert rc == 0, messages
     assert plan['source'] == 'files' and [item['name'] for item in plan['files']] == [
@@ -114,7 +117,9 @@ def test_debian_with_the_operators_repository_or_files(tmp_path):
 def test_a_source_the_distribution_cannot_use_fails(tmp_path):
     rc, plan, messages = run(tmp_path, 'debian', {'hpn_ssh_source': 'ppa'})
     assert rc != 0 and 'hpn_ssh_source: ppa, but Debian 12.8 is not Ubuntu' in messages
-    rc, plan, messages = run(tmp_path, 'fedora', {'hpn_ssh_package_files': ['/srv/a.deb'], 'hpn_ssh_source': 'files'})
+    deb = tmp_path / 'a.deb'
+    deb.write_bytes(b'!<arch>\n')
+    rc, plan, messages = run(tmp_path, 'fedora', {'hpn_ssh_package_files': [str(deb)], 'hpn_ssh_source': 'files'})
     assert rc != 0 and 'not .rpm files' in messages
 
 
@@ -122,8 +127,44 @@ def test_a_source_the_distribution_cannot_use_fails(tmp_path):
     ({'hpn_ssh_port': '22'}, 'hpn_ssh_port: "22" is not usable'),
     ({'hpn_ssh_none_cipher': 'perhaps'}, 'hpn_ssh_none_cipher: "perhaps" is not a boolean'),
     ({'hpn_ssh_package_files': [{'url': 'https://f.example.invalid/a.deb'}]}, 'hpn_ssh_package_files[0].checksum'),
+    ({'hpn_ssh_package_files': ['/nonexistent/bdp-wan-tune/hpnssh-server_18.6.2_amd64.deb']},
+     'hpn_ssh_package_files[0]: "/nonexistent/bdp-wan-tune/hpnssh-server_18.6.2_amd64.deb" does not exist on the '
+     'controller'),
 ])
 def test_bad_inputs_stop_in_validate(tmp_path, extra, words):
     rc, plan, messages = run(tmp_path, 'ubuntu', extra)
     assert rc != 0 and plan is None
-    assert words in messages and 'Nothing was changed on any host.' in messages
+    # the role alone: nothing ran before it in this play, so it may say that nothing was changed
+    assert words in messages, messages
+    assert "Nothing was changed on this host: not by the hpn_ssh role, nor by the collection's other roles" in messages
+
+
+def test_a_failed_copy_leaves_no_package_directory_and_names_the_variable(tmp_path):
+    """A package file that goes away after the validation (here: tasks/source_files.yml run without it): the copy
+    fails, the role removes its package directory, names hpn_ssh_package_files and the file, and says truthfully what
+    the run had changed (a bbr result that changed: the role says so instead of "nothing was changed")."""
+    cache = tmp_path / 'cache' / 'hpn_ssh'
+    gone = '/nonexistent/bdp-wan-tune/hpnssh-server_18.6.2_amd64.deb'
+    (tmp_path / 'play.yml').write_text("""
+- hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: Copy the package files
+      ansible.builtin.include_role:
+        name: bdp.wan_tune.hpn_ssh
+        tasks_from: source_files.yml
+""")
+    variables = {'__hpn_ssh_cache_dir': str(cache), 'bbr_result': {'changed': True},
+                 'ansible_python_interpreter': sys.executable,
+                 '__hpn_ssh_plan': {'files': [{'path': gone, 'name': os.path.basename(gone)}]}}
+    (tmp_path / 'vars.json').write_text(json.dumps(variables))
+    proc = subprocess.run(['ansible-playbook', '-c', 'local', '-i', 'localhost,', str(tmp_path / 'play.yml'),
+                           '-e', '@' + str(tmp_path / 'vars.json')], cwd=ROOT, env=ansible_env(),
+                          capture_output=True, text=True, check=False)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode != 0, output
+    assert not cache.exists(), 'the package directory was left behind'
+    assert 'localhost: hpn_ssh_package_files: %s: ' % gone in output, output
+    assert 'Removed %s.' % cache in output, output
+    assert 'The hpn_ssh role changed nothing on this host, but earlier in this run bbr changed it' in output, output
+    assert 'Nothing was changed' not in output, output

@@ -63,3 +63,51 @@ def test_an_error_pair_does_not_stop_the_others_and_fails_after_the_report(tmp_p
     proc = playbook(tmp_path, '-e', 'verify_fail_on_error=false', '-e', 'verify_label=second')
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert len([name for name in os.listdir(str(tmp_path / 'report')) if name.startswith('run-')]) == 2
+
+
+@pytest.fixture
+def isolated(tmp_path):
+    """A network namespace with only loopback: the playbook runs in it, so the unreachable peer's address
+    (198.18.0.0/15) has no route and no packet leaves the machine ("Network is unreachable" at once)."""
+    if os.geteuid() != 0:
+        pytest.skip('creates a network namespace: needs root')
+    name = 'bdp-verify-%d' % os.getpid()
+    subprocess.run(['ip', 'netns', 'add', name], check=True)
+    try:
+        subprocess.run(['ip', '-n', name, 'link', 'set', 'lo', 'up'], check=True)
+        yield ['ip', 'netns', 'exec', name]
+    finally:
+        subprocess.run(['ip', 'netns', 'delete', name], check=False)
+
+
+def test_an_unreachable_peer_is_an_error_pair_and_the_others_and_the_report_still_run(tmp_path, isolated):
+    """Issue 15: a peer that is in the inventory, and in the play, but unreachable (ssh to an address nothing
+    answers). Its pair is an ERROR with the reason, the other pairs run, the report is written, the run fails after
+    it (it used to end in "object of type 'HostVarsVars' has no attribute '__verify_report'", with no report)."""
+    inventory = tmp_path / 'inventory.ini'
+    inventory.write_text('\n'.join([
+        '[pair]',
+        'h1 wan_peers="[\'h3\', \'h2\']" ansible_connection=local',
+        'h2 wan_peer=h1 ansible_connection=local',
+        'h3 ansible_host=198.18.251.7 ansible_connection=ssh ansible_user=root ansible_ssh_timeout=3 '
+        'ansible_ssh_retries=0',
+        '[all:vars]', 'ansible_python_interpreter=%s' % PYTHON]) + '\n')
+    cmd = isolated + [os.path.join(os.path.dirname(PYTHON), 'ansible-playbook'), '-i', str(inventory), VERIFY,
+                      '-e', json.dumps({'rate': '1g', 'rtt': '1', 'verify_duration': 1, 'verify_omit': 0,
+                                        'verify_report_dir': str(tmp_path / 'report'),
+                                        'verify_peer_addresses': {'h1': '127.0.0.1', 'h2': '127.0.0.1'}})]
+    env = dict(os.environ, ANSIBLE_NOCOLOR='1', ANSIBLE_LOCALHOST_WARNING='false', ANSIBLE_HOST_KEY_CHECKING='false')
+    proc = subprocess.run(cmd, env=env, text=True, capture_output=True, check=False, timeout=600)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 2, output[-4000:]
+    assert 'HostVarsVars' not in output, output[-4000:]
+    assert '"msg": "h1 -> h3 (198.18.251.7): ERROR: Reach the receiver failed: h3 is unreachable:' in output, \
+        output[-4000:]
+    assert '"msg": "h1 -> h2 (127.0.0.1): PASS' in output, output[-4000:]
+    assert '"msg": "h2 -> h1 (127.0.0.1): PASS' in output, output[-4000:]
+    assert '1 of 3 path tests failed' in output, output[-4000:]
+    runs = [name for name in os.listdir(str(tmp_path / 'report')) if name.startswith('run-')]
+    assert len(runs) == 1, runs
+    run = json.loads((tmp_path / 'report' / runs[0]).read_text())
+    assert run['failed_pairs'] == ['h1 -> h3'] and run['passed'] is False
+    assert (tmp_path / 'report' / 'report.html').exists() and (tmp_path / 'report' / 'report.md').exists()

@@ -109,7 +109,15 @@ def test_good_inputs_have_no_problems():
     ({'hpn_ssh_package_files': [{'url': 'https://h.invalid/a.deb', 'checksum': 'abc'}]}, ['"abc" is not a checksum']),
     ({'hpn_ssh_package_files': '/srv/a.deb'}, ['hpn_ssh_package_files: "/srv/a.deb" is not a list']),
     ({'hpn_ssh_repository': {'url': 'https://r.invalid/'}}, ['hpn_ssh_repository.key', 'no unsigned repository']),
-    ({'hpn_ssh_repository': {'url': 'ftp://r', 'key': 'k'}}, ['hpn_ssh_repository.url: "ftp://r"']),
+    ({'hpn_ssh_repository': {'url': 'ftp://r', 'key': '/etc/k.asc'}}, ['hpn_ssh_repository.url: "ftp://r"']),
+    ({'hpn_ssh_repository': {'url': 'https://r.invalid/', 'key': 'http://r.invalid/Release.key'}},
+     ['hpn_ssh_repository.key: "http://r.invalid/Release.key" is not a key the role can trust', 'never plain http']),
+    ({'hpn_ssh_repository': {'url': 'https://r.invalid/', 'key': 'HTTP://r.invalid/Release.key'}},
+     ['hpn_ssh_repository.key: "HTTP://r.invalid/Release.key"']),
+    ({'hpn_ssh_repository': {'url': 'https://r.invalid/', 'key': 'ftp://r.invalid/Release.key'}},
+     ['hpn_ssh_repository.key: "ftp://r.invalid/Release.key"']),
+    ({'hpn_ssh_repository': {'url': 'https://r.invalid/', 'key': 'Release.key'}},
+     ['hpn_ssh_repository.key: "Release.key"']),
     ({'hpn_ssh_allow_users': 'xfer'}, ['hpn_ssh_allow_users: "xfer" is not a list']),
     ({'hpn_ssh_allow_groups': ['a b']}, ['hpn_ssh_allow_groups[0]: "a b"']),
     ({'hpn_ssh_permit_root_login': 'yes'}, ['hpn_ssh_permit_root_login: "yes"', 'never written']),
@@ -208,3 +216,75 @@ def test_port_22_and_newlines_are_refused_in_the_text():
         hpnssh.server_lines(dict(SERVER, port=22), [])
     with pytest.raises(ValueError):
         hpnssh.render([('Banner', '/x\nPermitRootLogin yes')])
+
+
+def test_package_files_by_path_must_exist_and_be_readable_on_the_controller(tmp_path):
+    present = tmp_path / 'hpnssh-client_18.6.2_amd64.deb'
+    present.write_bytes(b'!<arch>\n')
+    locked = tmp_path / 'hpnssh-server_18.6.2_amd64.deb'
+    locked.write_bytes(b'!<arch>\n')
+    gone = str(tmp_path / 'hpnssh-sftp-server_18.6.2_amd64.deb')
+    value = [str(present), {'url': 'https://f.example.invalid/a.deb', 'checksum': 'sha256:' + '0' * 64}, gone,
+             str(locked), 'relative.deb']
+    problems = hpnssh.controller_file_problems(value, readable=lambda path: path != str(locked))
+    assert problems == [
+        'hpn_ssh_package_files[2]: "%s" does not exist on the controller (or is not a file); expected %s.'
+        % (gone, hpnssh.FILES_HELP),
+        'hpn_ssh_package_files[3]: "%s" cannot be read on the controller; expected %s.' % (locked, hpnssh.FILES_HELP),
+    ]                                           # URLs are checked by their checksum; a bad path by file_items
+    assert hpnssh.controller_file_problems(str(present)) == []
+    assert hpnssh.controller_file_problems([str(tmp_path)]) == []   # not a .deb: file_items refuses it
+
+
+APT_STDOUT = '''Reading package lists...
+Building dependency tree...
+The following additional packages will be installed:
+  libhpn1
+The following NEW packages will be installed:
+  hpnssh-client hpnssh-server libhpn1:amd64
+0 upgraded, 3 newly installed, 0 to remove and 0 not upgraded.
+Setting up libhpn1:amd64 (1.0-1) ...
+Setting up tzdata (2025b-0+deb12u1) ...
+'''
+DPKG_STDOUT = '''Selecting previously unselected package bdp-hpnssh-standin.
+(Reading database ... 6363 files and directories currently installed.)
+Unpacking bdp-hpnssh-standin (0.1) ...
+Selecting previously unselected package libfoo2:amd64.
+Setting up bdp-hpnssh-standin (0.1) ...
+'''
+
+
+def test_reported_installs_reads_apt_dpkg_and_dnf_results():
+    results = [
+        {'changed': True, 'stdout': APT_STDOUT},
+        {'results': [{'item': {'name': 'a.deb'}, 'stdout': DPKG_STDOUT}, {'skipped': True}]},
+        {'results': ['Installed: hpnssh-server-18.6.2-1.fc41.x86_64', 'Installed: hpnssh-1:18.6.2-1.el9.noarch',
+                     'Removed: old-1-1.noarch']},
+        {'skipped': True}, None,
+    ]
+    assert hpnssh.reported_installs(results) == ['bdp-hpnssh-standin', 'hpnssh', 'hpnssh-client', 'hpnssh-server',
+                                                 'libfoo2', 'libhpn1']
+
+
+def test_the_record_holds_what_was_asked_for_and_what_the_manager_reported_and_nothing_else():
+    before = ['openssh-server', 'libc6', 'libhpn1-old']
+    # unattended-upgrades installed linux-image-x meanwhile; libc6 was there already
+    after = before + ['hpnssh-server', 'hpnssh-client', 'libhpn1', 'linux-image-x']
+    record = hpnssh.packages_to_record(['hpnssh-server', 'hpnssh-client'], ['hpnssh-server', 'libhpn1', 'libc6'],
+                                       before, after)
+    assert record == {'packages': ['hpnssh-client', 'hpnssh-server'], 'dependencies': ['libhpn1']}
+    # asked for, but already there before: not the role's to remove
+    assert hpnssh.packages_to_record(['openssh-server'], [], before, before) == {'packages': [], 'dependencies': []}
+
+
+def test_a_removal_that_would_take_another_package_is_a_problem():
+    simulated = ('Reading package lists...\nPurg hpnssh-server [18.6.2]\nPurg libhpn1:amd64 [1.0-1]\n'
+                 'Remv mytool [2.0]\nPurg libhpn1 [1.0-1]\n')
+    assert hpnssh.removal_problems(simulated, ['hpnssh-server', 'libhpn1']) == ['mytool']
+    assert hpnssh.removal_problems(simulated, ['hpnssh-server', 'libhpn1', 'mytool']) == []
+
+
+def test_a_signing_key_is_taken_over_https_file_a_path_or_inline_only():
+    for key in ('https://r.invalid/Release.key', 'file:///srv/repo/Release.key', '/etc/apt/keyrings/hpn.asc',
+                '-----BEGIN PGP PUBLIC KEY BLOCK-----\nmQINBF...\n-----END PGP PUBLIC KEY BLOCK-----\n'):
+        assert hpnssh.repository_problems({'url': 'http://r.invalid/debian/', 'key': key}) == [], key

@@ -516,6 +516,33 @@ def test_kernel_refusing_a_value_rolls_back_live_values_and_new_file(host, dropi
     assert os.listdir(host.etc.etc) == []
 
 
+def test_a_rollback_that_cannot_restore_a_value_says_so_instead_of_claiming_it_restored(host, dropin, monkeypatch):
+    """Issue 15: restoring a live value fails too (here the kernel refuses net.core.rmem_max going back to 212992):
+    the message must not say "file and live values restored"; it names the key, its value now and the one it should
+    have got back, and says the rest was restored."""
+    real = sysctl.write_live
+    refused = {('net.ipv4.tcp_rmem', '4096 131072 49000000'), ('net.core.rmem_max', '212992')}
+
+    def write_live(name, value, root=None):
+        if (name, sysctl.normalize_value(value)) in refused:
+            raise OSError(errno.EPERM, os.strerror(errno.EPERM))
+        return real(name, value, root)
+
+    monkeypatch.setattr(sysctl, 'write_live', write_live)
+    result = dropin(BUFFERS)
+    assert result['rc'] == 1
+    assert 'restored)' not in result['msg'] and 'was rolled back' not in result['msg']
+    assert result['msg'] == (
+        "Applying %s failed: [Errno 1] Operation not permitted. The rollback is incomplete: net.core.rmem_max is "
+        "still '49000000', not restored to '212992' ([Errno 1] Operation not permitted). Everything else was "
+        "restored; put these back by hand (sysctl -w KEY=VALUE; see docs/troubleshooting.md)." % host.path)
+    assert result['rollback_errors'] == [
+        "net.core.rmem_max is still '49000000', not restored to '212992' ([Errno 1] Operation not permitted)"]
+    assert host.proc.get('net.core.rmem_max') == '49000000'
+    assert host.proc.get('net.ipv4.tcp_rmem') == '4096 131072 6291456'
+    assert not os.path.exists(host.path)                            # the file was put back (none before)
+
+
 def test_kernel_refusing_a_value_restores_the_previous_file(host, dropin, monkeypatch):
     old = '# previous version\nnet.core.rmem_max = 212992\n'
     host.etc.write(host.etc.etc, '90-bdp-wan-tune.conf', old)

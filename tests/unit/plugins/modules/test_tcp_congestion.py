@@ -542,12 +542,35 @@ def test_available_fails_when_the_kernel_lacks_the_algorithm(kernel, tmp_path):
     with pytest.raises(Failed) as info:
         congestion.available(module)
     assert info.value.result['msg'] == (
-        'Kernel %s has no bbr congestion control: it is neither built in nor available as module tcp_bbr '
-        '(available: reno cubic). Boot a kernel built with CONFIG_TCP_CONG_BBR (Linux 4.9 or later; every current '
-        'distribution kernel has it as a module), or inside a container load tcp_bbr on the host.' % FAKE_RELEASE)
+        "bbr_algorithm (the algorithm option): 'bbr' is not a congestion control of kernel %s: it is neither built "
+        "in nor available as module tcp_bbr. This host offers: reno cubic (available now). Set bbr_algorithm to one "
+        "of these, or boot a kernel built with CONFIG_TCP_CONG_BBR (BBR: Linux 4.9 or later; every current "
+        "distribution kernel has it as a module); inside a container, the host's kernel decides: load tcp_bbr on "
+        "the host." % FAKE_RELEASE)
     assert info.value.result['kernel'] == FAKE_RELEASE
     assert info.value.result['loaded'] == []
     assert not os.path.exists(module.params['modules_load_file'])
+
+
+def test_an_unknown_algorithm_is_refused_naming_the_variable_and_what_the_host_offers(kernel, tmp_path):
+    """-e bbr_algorithm=vegas9 (issue 15): the refusal names bbr_algorithm and its value, lists what the host has
+    (available now, and the loadable congestion control modules from modules.dep), and claims no BBR version fact
+    about another algorithm."""
+    kernel.files['/lib/modules/%s/modules.dep' % FAKE_RELEASE] = (
+        'kernel/net/ipv4/tcp_bbr.ko.xz:\nkernel/net/ipv4/tcp_diag.ko.xz: kernel/net/ipv4/inet_diag.ko.xz\n'
+        'kernel/net/ipv4/tcp_htcp.ko.xz:\nkernel/net/ipv4/tcp_vegas.ko.xz:\nkernel/net/ipv4/tcp_veno.ko.xz: '
+        'kernel/net/ipv4/tcp_vegas.ko.xz\nkernel/net/sched/sch_fq.ko.xz:\n')
+    kernel.config['CONFIG_TCP_CONG_VEGAS9'] = 'n'
+    module = StubModule(tmp_path, algorithm='vegas9')
+    with pytest.raises(Failed) as info:
+        congestion.available(module)
+    message = info.value.result['msg']
+    assert message.startswith("bbr_algorithm (the algorithm option): 'vegas9' is not a congestion control of "
+                              "kernel %s" % FAKE_RELEASE), message
+    assert 'This host offers: reno cubic (available now), bbr htcp vegas veno (loadable modules).' in message
+    assert 'CONFIG_TCP_CONG_VEGAS9' in message
+    assert '4.9' not in message and 'BBR' not in message
+    assert module.commands == [] or all('--dry-run' in argv for argv in module.commands)
 
 
 def test_available_fails_when_nothing_is_known_about_the_algorithm(kernel, tmp_path):
@@ -556,7 +579,8 @@ def test_available_fails_when_nothing_is_known_about_the_algorithm(kernel, tmp_p
     with pytest.raises(Failed) as info:
         congestion.available(module)
     message = info.value.result['msg']
-    assert message.startswith('Kernel %s has no htcp congestion control' % FAKE_RELEASE)
+    assert message.startswith("bbr_algorithm (the algorithm option): 'htcp' is not a congestion control of kernel %s"
+                              % FAKE_RELEASE)
     assert 'CONFIG_TCP_CONG_HTCP' in message
     assert module.commands == [['/usr/sbin/modprobe', '--dry-run', '--first-time', 'tcp_htcp']]
 
@@ -692,10 +716,19 @@ def test_available_without_fq_warns_and_continues(kernel, net, tmp_path):
     assert result['qdisc_source'] == 'missing'
     assert result['interfaces'] == {}
     assert module.warnings == [
-        'The fq qdisc (sch_fq) is not available on kernel %s (missing); continuing without it. Linux 4.13 and '
-        'later pace TCP internally, so BBR still works.' % FAKE_RELEASE]
+        'The fq qdisc (sch_fq) is not available on kernel %s (missing); continuing without it. BBR paces its own '
+        'flows on Linux 4.13 and later, so it still works.' % FAKE_RELEASE]
     assert module.commands == [['/usr/sbin/modprobe', '--dry-run', '--first-time', 'sch_fq']]
     assert net.state() == STOCK
+
+
+def test_without_fq_another_algorithm_gets_no_claim_about_bbr(kernel, net, tmp_path):
+    kernel.available('reno cubic bbr')
+    kernel.config.update({'CONFIG_NET_SCH_FQ': 'n'})
+    module = StubModule(tmp_path, algorithm='cubic', qdisc='fq', interfaces=['ens3'], respond=net)
+    congestion.available(module)
+    assert module.warnings == [
+        'The fq qdisc (sch_fq) is not available on kernel %s (missing); continuing without it.' % FAKE_RELEASE]
 
 
 def fq_kernel(kernel):
