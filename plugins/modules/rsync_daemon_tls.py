@@ -272,7 +272,11 @@ def absent(module, params, result):
             os.unlink(path)
     if module.check_mode:
         return
-    for directory in reversed(record.get('made') or []):
+    made = list(reversed(record.get('made') or []))
+    parent = os.path.dirname(params['directory'].rstrip('/'))
+    if os.path.basename(parent) == 'bdp-wan-tune' and parent not in made:
+        made.append(parent)     # the collection's own directory, which the sender's or receiver's record made
+    for directory in made:
         if os.path.isdir(directory) and not os.listdir(directory):
             os.rmdir(directory)
     copies = os.path.join(params['state_dir'], 'rsync_daemon_tls')
