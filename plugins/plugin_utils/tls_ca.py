@@ -98,7 +98,7 @@ def load(cert_pem, key_pem, cert_var='rsync_daemon_tls_ca_cert', key_var='rsync_
     except (ValueError, TypeError, UnicodeError):
         raise CaError('%s: (the value is not shown) is not an unencrypted PEM private key; expected the CA\'s private '
                       'key in PEM form (keep it in Ansible Vault: the vault encrypts it, not a passphrase).' % key_var)
-    if public_pem(key) != public_pem(cert.public_key()):
+    if public_pem(key.public_key()) != public_pem(cert.public_key()):
         raise CaError('%s: (the value is not shown) is not the key of the certificate in %s; expected the private key '
                       'that belongs to the CA certificate.' % (key_var, cert_var))
     try:
