@@ -155,5 +155,5 @@ def test_hosts_allow_sees_the_peer_behind_stunnel(host, peer, name):
     result = client.run('%s timeout 60 rsync-ssl --type=openssl rsync://%s/narrow/hello.txt /tmp/narrow' % (
         ENV, '%s'), address)
     output = result.stdout + result.stderr
-    assert result.rc != 0 and PEER[PEER[name][0]][1] in output and ('access denied' in output or 'Unknown module'
-                                                                       in output), output
+    refused = 'access denied' in output or 'Unknown module' in output
+    assert result.rc != 0 and PEER[PEER[name][0]][1] in output and refused, output
