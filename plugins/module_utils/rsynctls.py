@@ -8,9 +8,11 @@ controller, before any host changes) and the module ``rsync_daemon_tls`` (on the
 
 The design, as rsync-ssl(1) "THE SERVER SIDE" describes it: stunnel accepts TLS on the TLS port (874) and starts
 ``rsync --daemon`` for each connection in exec mode (inetd style), so with transport ``tls`` nothing listens on 873.
-stunnel's libstunnel.so gives rsync the client's real address (getpeername), so rsyncd's ``hosts allow`` still
-holds behind the tunnel.  Clients must show a certificate signed by the migration CA (``verifyChain``,
-``requireCert``) before any byte reaches rsync.
+Behind stunnel, rsync sees every client as 127.0.0.1 (measured: stunnel hands it a local socket), so its ``hosts
+allow`` cannot tell sources apart.  The source rule therefore holds in stunnel, before the handshake: libwrap
+(``libwrap = yes``, Debian's stunnel4 has it) with a block of the collection's own at the top of /etc/hosts.allow
+for the service name ``bdp-rsync-tls`` only.  Then clients must show a certificate signed by the migration CA
+(``verifyChain``, ``requireCert``) before any byte reaches rsync.
 """
 
 import ipaddress
@@ -116,6 +118,69 @@ def check(settings, names=None):
     return list(problems)
 
 
+SERVICE_NAME = 'bdp-rsync-tls'
+WRAP_PATH = '/etc/hosts.allow'
+WRAP_BEGIN = '# BEGIN bdp.wan_tune rsync_daemon: who may reach the TLS daemon (stunnel service %s)' % SERVICE_NAME
+WRAP_END = '# END bdp.wan_tune rsync_daemon'
+
+
+def wrap_pattern(source):
+    """A hosts_access(5) pattern for an address, a network or a host name pattern of rsyncd's hosts allow:
+    198.18.3.0/24 -> 198.18.3.0/255.255.255.0, 2001:db8::/64 -> [2001:db8::]/64, ::1 -> [::1]."""
+    try:
+        network = ipaddress.ip_network(source, strict=False)
+    except ValueError:
+        return source
+    if network.version == 4:
+        if network.prefixlen == 32:
+            return str(network.network_address)
+        return '%s/%s' % (network.network_address, network.netmask)
+    if network.prefixlen == 128:
+        return '[%s]' % network.network_address
+    return '[%s]/%d' % (network.network_address, network.prefixlen)
+
+
+def wrap_block(sources):
+    """The lines of the collection's block in /etc/hosts.allow: the listed sources may reach the TLS daemon, nobody
+    else (hosts_options(5) ALLOW and DENY, so /etc/hosts.deny is not touched)."""
+    patterns = []
+    for source in sources:
+        pattern = wrap_pattern(source)
+        if pattern not in patterns:
+            patterns.append(pattern)
+    lines = [WRAP_BEGIN]
+    if patterns:
+        lines.append('%s: %s : ALLOW' % (SERVICE_NAME, ' '.join(patterns)))
+    lines += ['%s: ALL : DENY' % SERVICE_NAME, WRAP_END]
+    return '\n'.join(lines) + '\n'
+
+
+def without_block(text):
+    """``text`` without the collection's block (the rest as it was)."""
+    if not text or WRAP_BEGIN not in text:
+        return text or ''
+    head, rest = text.split(WRAP_BEGIN, 1)
+    tail = rest.split(WRAP_END, 1)[1] if WRAP_END in rest else ''
+    return head + tail[1:] if tail.startswith('\n') else head + tail
+
+
+def with_block(text, sources):
+    """``text`` with the collection's block first (libwrap takes the first rule that matches, so an administrator's
+    own ALL: ALL further down cannot open the daemon)."""
+    return wrap_block(sources) + without_block(text)
+
+
+def source_allowed(address, sources):
+    """Whether ``address`` matches one of the address or network ``sources`` (host name patterns never do here)."""
+    for source in sources:
+        try:
+            if ipaddress.ip_address(address) in ipaddress.ip_network(source, strict=False):
+                return True
+        except ValueError:
+            continue
+    return False
+
+
 def render_stunnel(port, address='all', rsyncd_conf='/etc/rsyncd.conf', directory=DIR, header=''):
     """stunnel.conf for the TLS daemon: exec mode (rsync --daemon per connection), mutual TLS against the CA, TLS 1.3
     and TLS 1.2 with AEAD ciphers only, no compression, no renegotiation, no socket buffer options."""
@@ -129,7 +194,9 @@ def render_stunnel(port, address='all', rsyncd_conf='/etc/rsyncd.conf', director
         'pid =',
         'syslog = yes',
         '',
-        '[bdp-rsync-tls]',
+        '[%s]' % SERVICE_NAME,
+        '; who may connect: the block of bdp.wan_tune in %s, checked before the handshake' % WRAP_PATH,
+        'libwrap = yes',
         'accept = %s' % accept,
         'exec = %s' % RSYNC,
         'execArgs = rsync --daemon --config=%s' % rsyncd_conf,

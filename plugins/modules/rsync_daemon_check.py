@@ -79,6 +79,12 @@ options:
         description: Whether nothing may accept on the plain port O(port) (transport C(tls)).
         type: bool
         default: true
+      sources:
+        description: The sources allowed in stunnel's libwrap rule. When O(host) is 127.0.0.1 and 127.0.0.2 is not
+          among them, a TLS client from 127.0.0.2 with a valid certificate must be refused before the handshake.
+        type: list
+        elements: str
+        default: []
 extends_documentation_fragment:
   - bdp.wan_tune.attributes.no_diff
   - ansible.builtin.action_common_attributes
@@ -115,10 +121,13 @@ import os
 import re
 import shutil
 import socket
+import ssl
 import tempfile
 import uuid
 
 from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.bdp.wan_tune.plugins.module_utils import rsynctls
 
 
 def greeting(host, port, timeout):
@@ -257,6 +266,31 @@ def stranger(module, directory):
     return out
 
 
+def unlisted(host, port, tls, timeout, source='127.0.0.2'):
+    """(refused, detail) of a TLS client with a valid certificate that connects from ``source``."""
+    context = ssl.create_default_context(cafile=tls['ca'])
+    context.check_hostname = False
+    context.load_cert_chain(tls['cert'], tls['key'])
+    conn = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    conn.settimeout(min(timeout, 10))
+    try:
+        conn.bind((source, 0))
+        conn.connect((host, port))
+        wrapped = context.wrap_socket(conn)
+        try:
+            wrapped.sendall(b'')
+            data = wrapped.recv(64)
+        finally:
+            wrapped.close()
+        if data.startswith(b'@RSYNCD'):
+            return False, 'from %s: the rsync daemon answered %r' % (source, data[:20])
+        return True, 'from %s: no rsync greeting (%r)' % (source, data[:20])
+    except (OSError, socket.error, ssl.SSLError) as exc:
+        return True, 'from %s: %s' % (source, exc)
+    finally:
+        conn.close()
+
+
 def closed(host, port, timeout):
     try:
         socket.create_connection((host, port), min(timeout, 5)).close()
@@ -284,6 +318,9 @@ def tls_checks(module, params, source, result):
             'answer: %r' % answer[:60] if answer else 'no answer')
     except (OSError, socket.error) as exc:
         add('plaintext to the TLS port gets no rsync answer', False, 'no connection: %s' % exc)
+    if host == '127.0.0.1' and not rsynctls.source_allowed('127.0.0.2', tls['sources']):
+        passed, detail = unlisted(host, tls['port'], tls, timeout)
+        add('an unlisted source is refused before the handshake', passed, detail)
     if params['tls'].get('plain_closed'):
         passed, detail = closed(host, params['port'], timeout)
         add('nothing accepts on the plain port', passed, detail)
@@ -329,7 +366,8 @@ def main():
                 ca=dict(type='path', required=True),
                 cert=dict(type='path', required=True),
                 key=dict(type='path', required=True, no_log=False),
-                plain_closed=dict(type='bool', default=True))),
+                plain_closed=dict(type='bool', default=True),
+                sources=dict(type='list', elements='str', default=[]))),
         ),
         supports_check_mode=True,
     )

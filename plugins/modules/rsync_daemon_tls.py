@@ -50,6 +50,19 @@ options:
     description: The address stunnel accepts on, V(all) for every address.
     type: str
     default: all
+  sources:
+    description:
+      - The addresses, networks and host name patterns that may reach the TLS daemon (O(server=true)). Behind stunnel
+        rsync sees every client as 127.0.0.1, so the rule is enforced by stunnel before the handshake, through
+        libwrap - a block of the collection's own at the top of O(wrap_path) allows them for the service
+        C(bdp-rsync-tls) and denies everything else; the rest of the file is left as it is.
+    type: list
+    elements: str
+    default: []
+  wrap_path:
+    description: The hosts_access(5) file stunnel's libwrap reads.
+    type: path
+    default: /etc/hosts.allow
   rsyncd_conf:
     description: The rsync daemon's configuration file, which stunnel passes to C(rsync --daemon).
     type: path
@@ -135,7 +148,7 @@ def paths(params):
     out = {'ca': os.path.join(directory, tls.CA_FILE), 'cert': os.path.join(directory, tls.CERT_FILE),
            'key': os.path.join(directory, tls.KEY_FILE)}
     if params['server']:
-        out.update(conf=os.path.join(directory, tls.CONF_FILE), unit=tls.UNIT_PATH)
+        out.update(conf=os.path.join(directory, tls.CONF_FILE), unit=tls.UNIT_PATH, wrap=params['wrap_path'])
     return out
 
 
@@ -174,6 +187,8 @@ def start_record(module, params):
         return record
     record = {'directory': params['directory'], 'existed': os.path.isdir(params['directory']), 'made': [],
               'kept': {}}
+    if params['server']:
+        record['wrap'] = {'path': params['wrap_path'], 'existed': os.path.exists(params['wrap_path'])}
     if params['server'] and os.path.exists(tls.UNIT_PATH):
         copy = os.path.join(params['state_dir'], 'rsync_daemon_tls', os.path.basename(tls.UNIT_PATH))
         if not os.path.isdir(os.path.dirname(copy)):
@@ -219,6 +234,7 @@ def present(module, params, result):
         wanted[result['paths']['conf']] = tls.render_stunnel(params['port'], params['address'], params['rsyncd_conf'],
                                                              params['directory'], params['header'])
         wanted[result['paths']['unit']] = tls.render_unit(params['directory'], params['header'], params['stunnel'])
+        wanted[result['paths']['wrap']] = tls.with_block(files.read_text(params['wrap_path']), params['sources'])
     if not os.path.exists(result['paths']['key']) and not module.check_mode:
         module.fail_json(msg='The key %s is missing: run state=request first.' % result['paths']['key'], **result)
     result['files'], diffs = {}, []
@@ -232,7 +248,8 @@ def present(module, params, result):
                           'before': '(a certificate)\n' if old else '', 'after': '(the certificate issued now)\n'})
     changed = [path for path, what in result['files'].items() if what == 'written']
     result['changed'] = bool(changed)
-    result['restart_needed'] = bool(changed) and params['server']
+    # libwrap reads its file for every connection: no restart for it
+    result['restart_needed'] = params['server'] and bool([p for p in changed if p != result['paths'].get('wrap')])
     result['unit_changed'] = params['server'] and result['paths']['unit'] in changed
     if changed and module._diff:
         result['diff'] = diffs
@@ -253,6 +270,20 @@ def absent(module, params, result):
         return
     result['changed'] = True
     kept = record.get('kept') or {}
+    wrap = record.get('wrap') or {}
+    if wrap.get('path'):
+        text = files.read_text(wrap['path'])
+        rest = tls.without_block(text)
+        if text is not None and rest != text:
+            gone = not wrap.get('existed') and not rest.strip()
+            result['files'][wrap['path']] = 'removed' if gone else 'block removed'
+            if module._diff:
+                result['diff'] = {'before_header': wrap['path'], 'after_header': wrap['path'], 'before': text,
+                                  'after': '' if gone else rest}
+            if not module.check_mode and gone:
+                os.unlink(wrap['path'])
+            elif not module.check_mode:
+                files.write_atomic(module, wrap['path'], rest, mode=os.stat(wrap['path']).st_mode & 0o7777)
     owned = [result['paths'][key] for key in ('key', 'cert', 'ca', 'conf') if key in result['paths']]
     for path in owned + ([tls.UNIT_PATH] if params['server'] else []):
         if path in kept and os.path.exists(kept[path]):
@@ -295,6 +326,8 @@ def main():
             cert=dict(type='str'),
             port=dict(type='int', default=874),
             address=dict(type='str', default='all'),
+            sources=dict(type='list', elements='str', default=[]),
+            wrap_path=dict(type='path', default=tls.WRAP_PATH),
             rsyncd_conf=dict(type='path', default='/etc/rsyncd.conf'),
             stunnel=dict(type='path', default=tls.STUNNEL),
             header=dict(type='str', default=''),

@@ -66,7 +66,9 @@ def test_stunnel_config(host):
                  'requireCert = yes', 'sslVersionMin = TLSv1.2', 'options = NO_COMPRESSION',
                  'options = NO_RENEGOTIATION', 'renegotiation = no'):
         assert line + '\n' in text, line
-    assert 'SO_SNDBUF' not in text and 'SO_RCVBUF' not in text and '\nsocket' not in text
+    settings = [line for line in text.split('\n') if line and line[0] not in '#;']
+    assert not [line for line in settings if 'SO_SNDBUF' in line or 'SO_RCVBUF' in line or line.startswith('socket')]
+    assert 'libwrap = yes' in settings
     # the role's instance is not in /etc/stunnel, where Debian's stunnel4 service reads every *.conf
     assert not host.file('/etc/stunnel/bdp-rsync-tls.conf').exists
 
@@ -149,11 +151,21 @@ def test_the_handshake_is_tls13_with_an_aead_cipher(host, peer):
     assert 'Cipher is (NONE)' in weak.stdout + weak.stderr or weak.rc != 0
 
 
-def test_hosts_allow_sees_the_peer_behind_stunnel(host, peer, name):
-    """rsyncd's hosts allow still holds behind stunnel: it sees the peer's own address (libstunnel.so)."""
-    client, address = peer
-    result = client.run('%s timeout 60 rsync-ssl --type=openssl rsync://%s/narrow/hello.txt /tmp/narrow' % (
-        ENV, '%s'), address)
-    output = result.stdout + result.stderr
-    refused = 'access denied' in output or 'Unknown module' in output
-    assert result.rc != 0 and PEER[PEER[name][0]][1] in output and refused, output
+
+def test_the_source_rule_holds_in_stunnel(host):
+    """Behind stunnel rsync sees every client as 127.0.0.1, so the source rule is libwrap's: the role's block at the
+    top of /etc/hosts.allow; a client with a valid certificate from an unlisted source (127.0.0.2) is refused before
+    the handshake, the same client from 127.0.0.1 is not."""
+    text = host.file('/etc/hosts.allow').content_string
+    assert text.startswith('# BEGIN bdp.wan_tune rsync_daemon')
+    assert 'bdp-rsync-tls: 198.18.3.0/255.255.255.0 127.0.0.1 [::1] : ALLOW\nbdp-rsync-tls: ALL : DENY\n' in text
+    probe = ('import socket, ssl, sys\n'
+             'c = ssl.create_default_context(cafile="%s/ca.crt"); c.check_hostname = False\n'
+             'c.load_cert_chain("%s/host.crt", "%s/host.key")\n'
+             's = socket.socket(); s.settimeout(10); s.bind((sys.argv[1], 0)); s.connect(("127.0.0.1", 874))\n'
+             'print(c.wrap_socket(s).recv(9))\n') % (SERVER, SERVER, SERVER)
+    allowed = host.run('python3 -c %s 127.0.0.1', probe)
+    assert allowed.rc == 0 and '@RSYNCD' in allowed.stdout, allowed.stderr
+    refused = host.run('python3 -c %s 127.0.0.2', probe)
+    assert refused.rc != 0 and '@RSYNCD' not in refused.stdout
+    assert 'SSL' in refused.stderr or 'reset' in refused.stderr.lower() or 'EOF' in refused.stderr, refused.stderr

@@ -118,3 +118,15 @@ def test_expiry_is_capped_by_the_ca(tmp_path):
     cert = x509.load_pem_x509_certificate(tls_ca.sign(csr, ca_cert, ca_key, ['h'], 180, 'h').encode('ascii'))
     assert tls_ca.not_after(cert) <= tls_ca.not_after(ca_cert)
     assert tls_ca.expires(cert)[1] <= 40 and isinstance(tls_ca.now(), datetime.datetime)
+
+
+def test_libwrap_block_first_and_removed_alone():
+    admin = '# the administrator\nALL: ALL\n'
+    text = rsynctls.with_block(admin, ['198.18.3.0/24', '198.18.3.5', '2001:db8::/64', '::1', 'x.example.org'])
+    assert text.startswith(rsynctls.WRAP_BEGIN) and text.endswith(admin)
+    assert ('bdp-rsync-tls: 198.18.3.0/255.255.255.0 198.18.3.5 [2001:db8::]/64 [::1] x.example.org : ALLOW\n'
+            'bdp-rsync-tls: ALL : DENY\n') in text
+    assert rsynctls.with_block(text, ['198.18.3.5']).count(rsynctls.WRAP_BEGIN) == 1
+    assert rsynctls.without_block(text) == admin and rsynctls.without_block(None) == ''
+    assert rsynctls.source_allowed('127.0.0.2', ['127.0.0.0/8']) and not rsynctls.source_allowed('127.0.0.2',
+                                                                                                  ['127.0.0.1', '::1'])
