@@ -349,6 +349,11 @@ def test_delay_line_carries_a_stream_in_order():
                 sent += 1
             received.append(ident_of(w.host_b.recv(70000)))
         assert received == list(range(2000))
+        # The line's thread adds a burst's packets to its counters after writing the burst: under load the
+        # receiver can read the last packets first, so wait for the count to settle (at most 5 s).
+        deadline = time.monotonic() + 5
+        while w.line.counters()['a_to_b']['delivered_bytes'] < 2000 * 9000 and time.monotonic() < deadline:
+            time.sleep(0.01)
         c = w.line.counters()['a_to_b']
         assert c['write_errors'] == 0 and c['queue_drops'] == 0
         assert c['delivered_bytes'] == 2000 * 9000
