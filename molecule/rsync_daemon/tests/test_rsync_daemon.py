@@ -151,7 +151,6 @@ def test_the_handshake_is_tls13_with_an_aead_cipher(host, peer):
     assert 'Cipher is (NONE)' in weak.stdout + weak.stderr or weak.rc != 0
 
 
-
 def test_the_source_rule_holds_in_stunnel(host):
     """Behind stunnel rsync sees every client as 127.0.0.1, so the source rule is libwrap's: the role's block at the
     top of /etc/hosts.allow; a client with a valid certificate from an unlisted source (127.0.0.2) is refused before

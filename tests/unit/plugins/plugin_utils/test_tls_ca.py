@@ -128,5 +128,5 @@ def test_libwrap_block_first_and_removed_alone():
             'bdp-rsync-tls: ALL : DENY\n') in text
     assert rsynctls.with_block(text, ['198.18.3.5']).count(rsynctls.WRAP_BEGIN) == 1
     assert rsynctls.without_block(text) == admin and rsynctls.without_block(None) == ''
-    assert rsynctls.source_allowed('127.0.0.2', ['127.0.0.0/8']) and not rsynctls.source_allowed('127.0.0.2',
-                                                                                                  ['127.0.0.1', '::1'])
+    assert rsynctls.source_allowed('127.0.0.2', ['127.0.0.0/8'])
+    assert not rsynctls.source_allowed('127.0.0.2', ['127.0.0.1', '::1'])
