@@ -13,12 +13,13 @@ CONNECTION ?= ssh
 SIZE ?= 2g
 STREAMS ?= 4
 
-.PHONY: help setup image vm-image demo test lint sanity units molecule transport-test host-test lab-test jumbo-test vm-test benchmark transfer docs changelog fleet-bench clean
+.PHONY: help setup image vm-image demo test check lint sanity units molecule transport-test host-test lab-test jumbo-test vm-test benchmark transfer docs changelog fleet-bench clean
 
 help:
 	@echo "make demo [RATE=1g RTT=98 LOSS=0 MTU=9000 DURATION=15] [INVENTORY=path]"
 	@echo "                                            set up, then show before/after tuning over the lab link (or tune your inventory)"
 	@echo "make test                                    set up, then run every check CI runs"
+	@echo "make check                                   the inner loop: lint, docs and changelog checks, unit tests (minutes)"
 	@echo "make lint | sanity | units | molecule | transport-test | host-test | lab-test | jumbo-test | vm-test   one part of the tests"
 	@echo "make benchmark [BENCH_ARGS=--quick]        the WAN-lab scenario matrix: docs/benchmarks.md, JSON and PNG"
 	@echo "make transfer [RATE=1g RTT=98 LOSS=0 MTU=9000 SIZE=2g STREAMS=4]"
@@ -42,6 +43,9 @@ demo: setup
 
 test: image vm-image
 	@bash scripts/test.sh all
+
+check: setup
+	@bash scripts/test.sh check
 
 lint: setup
 	@bash scripts/test.sh lint

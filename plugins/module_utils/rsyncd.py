@@ -195,8 +195,10 @@ def _check_scalars(problems, settings, names):
     return out
 
 
-def _check_users(problems, users, name):
-    """{user: password} from [{name, password}]; passwords are never shown."""
+def _check_users(problems, users, name, passwords=True):
+    """{user: password} from [{name, password}]; passwords are never shown.  ``passwords`` False: the list holds
+    the names only (on the host, where the passwords arrive in a file, not as module arguments); the values are
+    then None."""
     secrets = {}
     if users is None:
         return secrets
@@ -217,6 +219,9 @@ def _check_users(problems, users, name):
             continue
         if user_name in secrets:
             problems.add(where + '.name', user_name, 'is given twice', 'each user once')
+        if not passwords:
+            secrets[user_name] = None
+            continue
         if not isinstance(password, str) or not password or re.search(r'[\x00-\x1f\x7f]', password):
             problems.append('%s.password (user %s): is empty, not a string, or holds a control character (the value '
                             'is not shown); expected a non-empty single-line string, best from Ansible Vault.'
@@ -300,19 +305,27 @@ def _check_module(problems, index, module, names, scalars, secrets, global_allow
     return out if len(problems) == bad else None
 
 
-def check(settings, names=None):
+def check_users(users, name='rsync_daemon_users'):
+    """({user: password}, problems) of the users alone (the action plugin, before it renders the secrets file)."""
+    problems = Problems()
+    secrets = _check_users(problems, users, name)
+    return secrets, list(problems)
+
+
+def check(settings, names=None, passwords=True):
     """(plan, problems) for the daemon's settings.
 
     ``settings``: modules, users, address, port, streams, socket_options, auth_digest, hosts_allow, allow_self (the
     role's variables without the prefix).  ``names``: how each is called in messages (the role's variable names).
     ``plan`` is None when there is any problem; otherwise the normalised settings the renderer takes.
+    ``passwords`` False: the users carry their names only (the module on the host); plan['users'] maps them to None.
     """
     keys = ('modules', 'users', 'address', 'port', 'streams', 'socket_options', 'auth_digest', 'hosts_allow',
             'allow_self')
     names = dict(dict((key, 'rsync_daemon_' + key) for key in keys), **(names or {}))
     problems = Problems()
     scalars = _check_scalars(problems, settings, names)
-    secrets = _check_users(problems, settings.get('users'), names['users'])
+    secrets = _check_users(problems, settings.get('users'), names['users'], passwords)
     global_allow = _strings(problems, names['hosts_allow'], settings.get('hosts_allow'), host_pattern_ok, HOST_HELP)
     modules = settings.get('modules')
     plan_modules = []
@@ -405,6 +418,17 @@ def render_config(plan, header='', secrets_file='/etc/rsyncd.secrets', auth_dige
 def render_secrets(users):
     """The secrets file: user:password, one a line, sorted by user."""
     return ''.join('%s:%s\n' % (name, users[name]) for name in sorted(users))
+
+
+def parse_secrets(text):
+    """{user: password} of a secrets file as render_secrets() writes it (comments and @group lines skipped)."""
+    users = {}
+    for line in (text or '').split('\n'):
+        if not line or line[0] in '#@' or ':' not in line:
+            continue
+        name, password = line.split(':', 1)
+        users.setdefault(name, password.rstrip('\r'))
+    return users
 
 
 def global_settings(text):

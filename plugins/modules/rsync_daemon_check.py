@@ -15,6 +15,8 @@ description:
     user name and no password must both be refused with C(auth failed), and nothing of theirs may arrive."
   - "For every read-only module: a write must be refused (C(read only), or C(auth failed) without credentials)."
   - Changes nothing that stays; fails with every check that did not pass.
+  - Takes no password. It reads each user's password from the daemon's own secrets file (O(secrets_path)) on the
+    host and hands it to rsync in a 0600 C(--password-file), never in the command line or the module arguments.
 author:
   - bdp.wan_tune maintainers (@bdp-wan-tune)
 options:
@@ -31,20 +33,10 @@ options:
     type: list
     elements: dict
     required: true
-  users:
-    description: The users and passwords, as the role's C(rsync_daemon_users).
-    type: list
-    elements: dict
-    default: []
-    suboptions:
-      name:
-        description: The user name.
-        type: str
-        required: true
-      password:
-        description: The password; never shown.
-        type: str
-        required: true
+  secrets_path:
+    description: The daemon's secrets file (C(user:password) lines), read on the host for the passwords.
+    type: path
+    default: /etc/rsyncd.secrets
   timeout:
     description: Seconds for each connection and transfer.
     type: int
@@ -98,7 +90,7 @@ EXAMPLES = r"""
   bdp.wan_tune.rsync_daemon_check:
     port: 873
     modules: "{{ rsync_daemon_result.modules }}"
-    users: "{{ rsync_daemon_users }}"
+    secrets_path: /etc/rsyncd.secrets
 """
 
 RETURN = r"""
@@ -127,6 +119,8 @@ import uuid
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.bdp.wan_tune.plugins.module_utils import files
+from ansible_collections.bdp.wan_tune.plugins.module_utils import rsyncd
 from ansible_collections.bdp.wan_tune.plugins.module_utils import rsynctls
 
 
@@ -151,24 +145,37 @@ def url(host, port, module_name, user=None, name=''):
 
 
 def send(module, source, target, password, timeout, tls=None, identity=None):
-    """rc and output of one rsync upload with RSYNC_PASSWORD set (an empty password for the anonymous client).
-    With ``tls``: through rsync-ssl (openssl), trusting ``identity['ca']`` and showing its cert and key (each may be
-    None: no such option)."""
-    env = {'RSYNC_PASSWORD': password, 'USER': 'nobody-anonymous', 'LOGNAME': 'nobody-anonymous'}
+    """rc and output of one rsync upload.  ``password``: given to rsync in a 0600 --password-file (removed
+    afterwards), never in argv or the environment; None for the anonymous client (an empty RSYNC_PASSWORD, so
+    that rsync does not prompt).  With ``tls``: through rsync-ssl (openssl), trusting ``identity['ca']`` and showing
+    its cert and key (each may be None: no such option)."""
+    environ = {'USER': 'nobody-anonymous', 'LOGNAME': 'nobody-anonymous', 'RSYNC_PASSWORD': ''}
     if tls:
         identity = identity if identity is not None else tls
         argv = [module.get_bin_path('timeout', required=True), str(timeout + 5),
                 module.get_bin_path('rsync-ssl', required=True), '--type=openssl', '--quiet',
-                '--timeout=%d' % timeout, source, target]
+                '--timeout=%d' % timeout]
         for key, name in (('ca', 'RSYNC_SSL_CA_CERT'), ('cert', 'RSYNC_SSL_CERT'), ('key', 'RSYNC_SSL_KEY')):
             if identity.get(key):
-                env[name] = identity[key]
-        env['RSYNC_SSL_PORT'] = str(tls['port'])
+                environ[name] = identity[key]
+        environ['RSYNC_SSL_PORT'] = str(tls['port'])
     else:
         argv = [module.get_bin_path('rsync', required=True), '--quiet', '--contimeout=%d' % timeout,
-                '--timeout=%d' % timeout, source, target]
-    rc, out, err = module.run_command(argv, environ_update=env)
-    return rc, ' '.join((out + ' ' + err).split())
+                '--timeout=%d' % timeout]
+    password_file = None
+    try:
+        if password is not None:
+            fd, password_file = tempfile.mkstemp(prefix='bdp-wan-tune-verify-')     # 0600, O_EXCL
+            with os.fdopen(fd, 'wb') as handle:
+                handle.write(password.encode('utf-8', 'surrogateescape') + b'\n')
+            argv.append('--password-file=%s' % password_file)
+        rc, out, err = module.run_command(argv + [source, target], environ_update=environ)
+    finally:
+        if password_file:
+            os.unlink(password_file)
+    # rsync's own messages name no password; mask one all the same should a future rsync echo it
+    text = ' '.join((out + ' ' + err).split())
+    return rc, text.replace(password, '********') if password else text
 
 
 def check_module(module, item, users, host, port, timeout, source, tls=None):
@@ -190,13 +197,13 @@ def check_module(module, item, users, host, port, timeout, source, tls=None):
 
     if not item.get('read_only', True):
         file_name = '.bdp-wan-tune-verify-%s' % uuid.uuid4().hex
-        rc, out = send(module, source, url(host, port, name, user, file_name), users.get(user, ''), timeout, tls)
+        rc, out = send(module, source, url(host, port, name, user, file_name), users.get(user), timeout, tls)
         landed = arrived(file_name)
         add('authenticated write', rc == 0 and landed,
             'user %s: rsync exit %d%s%s' % (user, rc, ', the file arrived' if landed else ', the file did not arrive',
                                             ': ' + out if out else ''))
         for check, who, password in (('wrong password refused', user, 'wrong-' + uuid.uuid4().hex),
-                                     ('anonymous write refused', None, '')):
+                                     ('anonymous write refused', None, None)):
             file_name = '.bdp-wan-tune-verify-%s' % uuid.uuid4().hex
             rc, out = send(module, source, url(host, port, name, who, file_name), password, timeout, tls)
             landed = arrived(file_name)
@@ -205,7 +212,7 @@ def check_module(module, item, users, host, port, timeout, source, tls=None):
                                              ', but the file arrived' if landed else '', out or 'no output'))
     else:
         file_name = '.bdp-wan-tune-verify-%s' % uuid.uuid4().hex
-        rc, out = send(module, source, url(host, port, name, user, file_name), users.get(user, ''), timeout, tls)
+        rc, out = send(module, source, url(host, port, name, user, file_name), users.get(user), timeout, tls)
         landed = arrived(file_name)
         add('read-only module refuses a write', rc != 0 and not landed and ('read only' in out or 'auth failed' in out),
             'rsync exit %d%s: %s' % (rc, ', but the file arrived' if landed else '', out or 'no output'))
@@ -299,7 +306,7 @@ def closed(host, port, timeout):
         return True, 'port %d: %s' % (port, exc)
 
 
-def tls_checks(module, params, source, result):
+def tls_checks(module, params, source, result, users):
     """The checks of the TLS layer, each before any rsync exchange: [{check, module, passed, detail}]."""
     tls, host, timeout = params['tls'], params['host'], params['timeout']
     checks = []
@@ -328,7 +335,7 @@ def tls_checks(module, params, source, result):
     if not target.get('name'):
         return checks
     user = next(iter(target.get('auth_users') or []), None)
-    password = dict((str(u.get('name')), str(u.get('password', ''))) for u in params['users']).get(user, '')
+    password = users.get(user)
     directory = tempfile.mkdtemp(prefix='bdp-wan-tune-tls-')
     try:
         other = stranger(module, directory)
@@ -356,10 +363,7 @@ def main():
             host=dict(type='str', default='127.0.0.1'),
             port=dict(type='int', default=873),
             modules=dict(type='list', elements='dict', required=True),
-            # Only the passwords are secret: a no_log list would mask the user names everywhere in the result.
-            users=dict(type='list', elements='dict', default=[], options=dict(
-                name=dict(type='str', required=True),
-                password=dict(type='str', required=True, no_log=True))),
+            secrets_path=dict(type='path', default='/etc/rsyncd.secrets', no_log=False),
             timeout=dict(type='int', default=30),
             tls=dict(type='dict', options=dict(
                 port=dict(type='int', default=874),
@@ -376,14 +380,15 @@ def main():
     if module.check_mode:
         result['msg'] = 'check mode: the daemon was not verified'
         module.exit_json(**result)
-    users = dict((str(u.get('name')), str(u.get('password', ''))) for u in params['users'])
+    text = files.read_bytes(params['secrets_path'])
+    users = rsyncd.parse_secrets(text.decode('utf-8', 'surrogateescape')) if text is not None else {}
     tls = params['tls']
     fd, source = tempfile.mkstemp(prefix='bdp-wan-tune-verify-')
     try:
         with os.fdopen(fd, 'w') as handle:
             handle.write('bdp.wan_tune rsync daemon verification %s\n' % uuid.uuid4().hex)
         if tls:
-            result['checks'] += tls_checks(module, params, source, result)
+            result['checks'] += tls_checks(module, params, source, result, users)
             answered = result['checks'][0]['passed']
         else:
             try:

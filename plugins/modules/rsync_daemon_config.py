@@ -14,7 +14,10 @@ description:
   - "Writes O(conf_path) with secure defaults: C(use chroot), C(list = no), C(reverse lookup = no), C(read only) unless
     a module says otherwise, C(hosts allow) and C(hosts deny = *) for every module, C(max connections) of at least
     O(streams), and C(auth digest) only where the installed rsync knows it and offers the digest."
-  - Writes O(secrets_path) (root, mode 0600); its content never appears in a diff or the result.
+  - Writes O(secrets_path) (root, mode 0600 from its first byte); its content never appears in a diff, the result or
+    the host's log. The passwords are never module arguments. The action plugin of the same name renders the secrets
+    file on the controller and hands it to the module in a file in Ansible's private remote tmp dir (O(secrets_src));
+    the module receives the user names only.
   - Before the first change it keeps a copy of a pre-existing O(conf_path) and O(secrets_path), and whether the
     service was enabled and active, in O(state_dir). O(state=absent) puts them back (or removes the files the module
     created) and reports the service's earlier state.
@@ -36,7 +39,8 @@ options:
     elements: raw
     default: []
   users:
-    description: The users and their passwords, as the role's C(rsync_daemon_users).
+    description: The users and their passwords, as the role's C(rsync_daemon_users). The action plugin checks them
+      on the controller, writes the secrets file from them and passes the module the names only.
     type: list
     elements: dict
     default: []
@@ -46,9 +50,12 @@ options:
         type: str
         required: true
       password:
-        description: The password; never shown.
+        description: The password; never shown, never a module argument (the module refuses one).
         type: str
-        required: true
+  secrets_src:
+    description: Internal, set by the action plugin; the rendered secrets file in Ansible's remote tmp dir, removed
+      by the module. Setting it in a task is refused.
+    type: path
   address:
     description: The address to listen on, or V(all).
     type: str
@@ -200,7 +207,6 @@ files:
 """
 
 import os
-import shutil
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -262,23 +268,25 @@ def service_state(module, service):
     return {'enabled': out_enabled.strip() == 'enabled', 'active': out_active.strip() == 'active'}
 
 
-def keep_copy(module, path, copy):
-    """Copy ``path`` (with its mode and owner) to ``copy``; whether there was a file."""
-    if not os.path.exists(path):
+def copy_file(module, src, dest):
+    """Copy ``src`` to ``dest`` with its mode and owner, never wider on the way (a secrets file stays 0600 from the
+    first byte); whether there was a file."""
+    data = files.read_bytes(src)
+    if data is None:
         return False
-    directory = os.path.dirname(copy)
+    directory = os.path.dirname(dest)
     if not os.path.isdir(directory):
         os.makedirs(directory, 0o700)
-    shutil.copy2(path, copy)
-    stat = os.stat(path)
-    os.chown(copy, stat.st_uid, stat.st_gid)
+    stat = os.stat(src)
+    files.write_atomic(module, dest, data, mode=stat.st_mode & 0o7777, owner=stat.st_uid, group=stat.st_gid)
     return True
 
 
-def present(module, params, result):
+def present(module, params, result, secrets):
+    """``secrets``: the secrets file's bytes, as the action plugin rendered them."""
     plan, problems = rsyncd.check(dict((key, params[key]) for key in (
         'modules', 'users', 'address', 'port', 'streams', 'socket_options', 'auth_digest', 'hosts_allow',
-        'allow_self')))
+        'allow_self')), passwords=False)
     if problems:
         module.fail_json(msg='The rsync daemon settings are not usable (nothing was changed):\n'
                          + '\n'.join('- ' + item for item in problems), **result)
@@ -296,12 +304,9 @@ def present(module, params, result):
             plan['auth_digest'], ' '.join(version['auth_list']) or 'none')
     text = rsyncd.render_config(dict(plan, auth_digest=digest), params['header'], params['secrets_path'],
                                 transport=params['transport'], tls_port=params['tls_port'])
-    secrets = rsyncd.render_secrets(plan['users'])
     old_text = files.read_text(params['conf_path'])
-    old_secrets = files.read_text(params['secrets_path'])
-    stat = os.stat(params['secrets_path']) if old_secrets is not None else None
-    secrets_ok = (old_secrets == secrets and stat.st_uid == 0 and stat.st_mode & 0o7777 == 0o600) \
-        if stat else False
+    old_secrets = files.read_bytes(params['secrets_path'])
+    secrets_ok = files.secret_unchanged(params['secrets_path'], secrets)
     result.update(auth_digest=digest, auth_digest_note=note, modules=plan['modules'],
                   restart_needed=old_text != text and rsyncd.restart_needed(old_text, text))
     result['files'] = {params['conf_path']: 'unchanged' if old_text == text else 'written',
@@ -312,7 +317,7 @@ def present(module, params, result):
                            'before': old_text or '', 'after': text}]
         if not secrets_ok:
             result['diff'].append({'before_header': params['secrets_path'], 'after_header': params['secrets_path'],
-                                   'before': SECRETS_SHOWN % old_secrets.count('\n') if old_secrets else '',
+                                   'before': SECRETS_SHOWN % old_secrets.count(b'\n') if old_secrets else '',
                                    'after': SECRETS_SHOWN % len(plan['users'])
                                    + ('(owner root, mode 0600)\n' if old_secrets else '')})
     if not result['changed'] or module.check_mode:
@@ -321,8 +326,8 @@ def present(module, params, result):
     record = files.load_record(record_path)
     if not record:
         copies = os.path.join(params['state_dir'], 'rsync_daemon')
-        conf_kept = keep_copy(module, params['conf_path'], os.path.join(copies, 'rsyncd.conf'))
-        secrets_kept = keep_copy(module, params['secrets_path'], os.path.join(copies, 'rsyncd.secrets'))
+        conf_kept = copy_file(module, params['conf_path'], os.path.join(copies, 'rsyncd.conf'))
+        secrets_kept = copy_file(module, params['secrets_path'], os.path.join(copies, 'rsyncd.secrets'))
         record = {
             'conf': {'path': params['conf_path'], 'existed': conf_kept},
             'secrets': {'path': params['secrets_path'], 'existed': secrets_kept},
@@ -330,8 +335,7 @@ def present(module, params, result):
         }
         files.save_record(module, record_path, record)
     result['service_before'] = record.get('service', {})
-    files.write_atomic(module, params['secrets_path'], secrets, mode=0o600)
-    os.chown(params['secrets_path'], 0, 0)
+    files.write_atomic(module, params['secrets_path'], secrets, mode=0o600, owner=0, group=0)
     files.write_atomic(module, params['conf_path'], text, mode=0o644)
 
 
@@ -357,9 +361,7 @@ def absent(module, params, result):
         if module.check_mode:
             continue
         if existed:
-            stat = os.stat(copy)
-            shutil.copy2(copy, path)
-            os.chown(path, stat.st_uid, stat.st_gid)
+            copy_file(module, copy, path)
             os.unlink(copy)
         elif os.path.exists(path):
             os.unlink(path)
@@ -374,10 +376,11 @@ def main():
         argument_spec=dict(
             state=dict(type='str', choices=['present', 'absent'], default='present'),
             modules=dict(type='list', elements='raw', default=[]),
-            # Only the passwords are secret: a no_log list would mask the user names everywhere in the result.
+            # The names only: the passwords come in secrets_src (the action plugin); one given here is refused.
             users=dict(type='list', elements='dict', default=[], options=dict(
                 name=dict(type='str', required=True),
-                password=dict(type='str', required=True, no_log=True))),
+                password=dict(type='str', no_log=True))),
+            secrets_src=dict(type='path'),
             address=dict(type='str', default='all'),
             port=dict(type='int', default=873),
             streams=dict(type='int', default=4),
@@ -396,6 +399,12 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
+    # Taken (and removed from the remote tmp dir) first, so that it is gone whatever happens next.
+    secrets = files.take_secret(params['secrets_src']) if params['secrets_src'] else None
+    if any(user.get('password') is not None for user in params['users']):
+        module.fail_json(msg='users: a password reached the module as an argument; only the action plugin '
+                         'bdp.wan_tune.rsync_daemon_config may call it (it hands the passwords over in a file). '
+                         'Nothing was changed.')
     version, cve = installed(module, os_release())
     result = {'changed': False, 'version': version, 'cve': cve, 'check_mode': module.check_mode,
               'service_before': files.load_record(os.path.join(params['state_dir'], RECORD)).get(
@@ -403,7 +412,10 @@ def main():
     if params['state'] == 'present':
         if cve['fixed'] is False:
             module.warn('The installed rsync lacks the fixes for %s: %s.' % (', '.join(rsyncd.CVES), cve['reason']))
-        present(module, params, result)
+        if secrets is None:
+            module.fail_json(msg='No secrets file was handed over (secrets_src): run the module through its action '
+                             'plugin, as the role does. Nothing was changed.', **result)
+        present(module, params, result, secrets)
     else:
         absent(module, params, result)
     module.exit_json(**result)

@@ -212,8 +212,7 @@ def request(module, params, result):
         ensure_directory(module, params['directory'], record)
         files.save_record(module, record_path(params), record)
         pem = openssl(module, ['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256'])
-        files.write_atomic(module, key, pem, mode=0o600)
-        os.chown(key, 0, 0)
+        files.write_atomic(module, key, pem, mode=0o600, owner=0, group=0)     # 0600 root from its first byte
     info = os.lstat(key)
     if info.st_uid != 0 or info.st_mode & 0o077:
         module.fail_json(msg='The key %s is owned by uid %d with mode %04o; expected root and 0600. Nothing was '
@@ -259,8 +258,7 @@ def present(module, params, result):
     ensure_directory(module, params['directory'], record)
     files.save_record(module, record_path(params), record)
     for path in changed:
-        files.write_atomic(module, path, wanted[path], mode=0o644)
-        os.chown(path, 0, 0)
+        files.write_atomic(module, path, wanted[path], mode=0o644, owner=0, group=0)
 
 
 def absent(module, params, result):

@@ -13,6 +13,7 @@ import ipaddress
 import os
 import stat
 
+from ansible_collections.bdp.wan_tune.plugins.module_utils import files
 from ansible_collections.bdp.wan_tune.plugins.module_utils import rsynctls
 
 try:
@@ -125,17 +126,8 @@ def load_files(ca_dir):
 
 
 def write_private(path, data, mode):
-    """``data`` to ``path``, created with ``mode`` from its first byte (O_EXCL in the directory, then rename)."""
-    tmp = '%s.%d.tmp' % (path, os.getpid())
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, 'O_NOFOLLOW', 0), mode)
-    try:
-        with os.fdopen(fd, 'wb') as handle:
-            handle.write(data)
-        os.rename(tmp, path)
-    except BaseException:
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
-        raise
+    """``data`` to ``path`` with ``mode`` from its first byte (the collection's one writer, module_utils/files.py)."""
+    files.write_atomic(None, path, data, mode=mode)
 
 
 def create(ca_dir, name, days=CA_DAYS):

@@ -4,12 +4,35 @@ on 874 and nothing on 873, and transfers from the other container over TLS with 
 authenticated write works; a wrong password, an anonymous write, a client without a certificate and a client that
 trusts another CA fail; a read works)."""
 
+import json
+import os
+import subprocess
 import uuid
 
 import pytest
 import testinfra
 
 PASSWORD = 'molecule-Test-pw-7'
+# As in molecule.yml (issue 15: a backslash or both quotes escaped in the logged repr defeated no_log's masking).
+AWKWARD = {
+    'back': 'QaBack\\slash9',
+    'quotes': 'both\'and"quotes9',
+    'percent': '100%sure%d%%9',
+    'unicode': 'pässwört-密码-9',
+    'shell': '$(touch /tmp/bdp-pwned)`id`9',
+    'spaces': 'with spaces  inside 9',
+}
+USERS = dict(AWKWARD, migrate=PASSWORD)
+# Where a host keeps logs, state and temporary files (the secrets file itself is the one allowed place).
+SEARCHED = ['/etc', '/var', '/tmp', '/root', '/home', '/srv', '/run', '/opt', '/usr/local']
+
+
+def forms(password):
+    """The password as it could appear in a log: itself, its repr, its JSON (escaped and not)."""
+    return sorted({password, repr(password)[1:-1], json.dumps(password)[1:-1],
+                   json.dumps(password, ensure_ascii=False)[1:-1], password.replace('\\', '\\\\')})
+
+
 PEER = {'rsync-a': ('rsync-b', '198.18.3.12'), 'rsync-b': ('rsync-a', '198.18.3.11')}
 CLIENT = '/etc/bdp-wan-tune/rsync-tls-client'
 SERVER = '/etc/bdp-wan-tune/rsync-tls'
@@ -36,7 +59,8 @@ def test_config(host):
     assert 'Reached only over TLS: stunnel on port 874' in text
     for line in ('use chroot = yes', 'list = no', 'reverse lookup = no', 'read only = yes',
                  'hosts deny = *', 'secrets file = /etc/rsyncd.secrets', '[incoming]', '    read only = no',
-                 '    auth users = migrate', '    hosts allow = 198.18.3.0/24 127.0.0.1 ::1', '    uid = xfer',
+                 '    auth users = migrate, back, quotes, percent, unicode, shell, spaces',
+                 '    hosts allow = 198.18.3.0/24 127.0.0.1 ::1', '    uid = xfer',
                  '    max connections = 8', '[pub]'):
         assert line + '\n' in text, line
     assert PASSWORD not in text
@@ -46,7 +70,26 @@ def test_config(host):
 def test_secrets(host):
     secrets = host.file('/etc/rsyncd.secrets')
     assert secrets.exists and secrets.user == 'root' and secrets.group == 'root' and secrets.mode == 0o600
-    assert secrets.content_string == 'migrate:%s\n' % PASSWORD
+    assert secrets.content.decode('utf-8') == ''.join('%s:%s\n' % (user, USERS[user]) for user in sorted(USERS))
+
+
+def test_no_password_in_the_journal_or_any_other_file(host, name):
+    """The journal (with the modules' "Invoked with" lines in it) and every file under SEARCHED but the secrets file
+    hold none of the passwords in any form.  The patterns go to grep on stdin, not in its command line."""
+    journal = host.run('journalctl --no-pager -o export').stdout_bytes
+    assert b'Invoked with' in journal and b'rsync_daemon_config' in journal       # the journal is the right one
+    assert b"'name': 'back'" in journal                  # the users are named there, their passwords are not
+    found = [user for user, password in USERS.items()
+             if any(form.encode('utf-8') in journal for form in forms(password))]
+    assert found == [], 'the journal shows the password of %s' % found
+    patterns = '\n'.join(form for password in USERS.values() for form in forms(password)) + '\n'
+    grep = subprocess.run(['podman', 'exec', '-i', name, 'grep', '-rlaF', '-D', 'skip', '-f', '-'] + SEARCHED,
+                          input=patterns.encode('utf-8'), stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False,
+                          env=dict(os.environ, LC_ALL='C'))
+    hits = sorted(set(grep.stdout.decode('utf-8', 'replace').split()))
+    assert grep.returncode in (0, 1), grep.stderr
+    assert hits == ['/etc/rsyncd.secrets'], hits      # found there (the grep works), and nowhere else
+    assert not host.file('/tmp/bdp-pwned').exists
 
 
 @pytest.mark.parametrize('directory', [SERVER, CLIENT])
@@ -93,6 +136,16 @@ def test_authenticated_transfer_from_the_peer(host, peer):
     assert result.rc == 0, result.stderr
     landed = host.file('/srv/incoming/' + target)
     assert landed.exists and landed.user == 'xfer' and landed.content_string == 'data'
+    host.run('rm -f /srv/incoming/%s', target)
+
+
+@pytest.mark.parametrize('user', sorted(AWKWARD))
+def test_awkward_passwords_authenticate_from_the_peer(host, peer, user):
+    client, address = peer
+    target = 'awkward-%s-%s' % (user, uuid.uuid4().hex)
+    result = send(client, address, user, AWKWARD[user], target)
+    assert result.rc == 0, result.stderr
+    assert host.file('/srv/incoming/' + target).exists
     host.run('rm -f /srv/incoming/%s', target)
 
 

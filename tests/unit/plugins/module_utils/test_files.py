@@ -3,8 +3,8 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The file helpers (plugins/module_utils/files.py): read_text, write_atomic, load_record, save_record.
 
-write_atomic and save_record run with a real AnsibleModule, so its atomic_move() (which gives a new file
-0666 & ~umask and an existing file the old file's mode) is the one the modules use on a host.
+write_atomic and save_record run with a real AnsibleModule and real files; the mode tests watch the real os calls
+(nothing that hides a mode is stubbed).
 """
 
 from __future__ import annotations
@@ -83,17 +83,143 @@ def test_write_atomic_new_file_is_0644_under_umask_077(module, tmp_path, umask_0
 
 
 def test_write_atomic_moves_a_complete_file_with_its_final_mode(module, tmp_path, umask_077, monkeypatch):
-    # what atomic_move() puts in place is already whole and 0644, so no reader sees a partial or 0600 file
+    # what the rename puts in place is already whole and 0644, so no reader sees a partial or 0600 file
     seen = []
-    real_move = module.atomic_move
+    real_rename = os.rename
 
-    def atomic_move(src, dest, *args, **kwargs):
+    def rename(src, dest):
         seen.append((read(src), mode(src), os.path.dirname(src) == str(tmp_path)))
-        return real_move(src, dest, *args, **kwargs)
+        return real_rename(src, dest)
 
-    monkeypatch.setattr(module, 'atomic_move', atomic_move)
+    monkeypatch.setattr(files.os, 'rename', rename)
     files.write_atomic(module, str(tmp_path / 'file'), 'content\n')
     assert seen == [('content\n', 0o644, True)]             # same directory, so the rename is atomic
+
+
+def spy_modes(monkeypatch, tmp_path):
+    """Record (event, mode, size) of the temporary file at its creation, at each write and at the rename: the
+    real files, with the real os calls (nothing stubbed but watched)."""
+    events = []
+    real_open, real_rename, real_fchmod = os.open, os.rename, os.fchmod
+
+    def fd_state(fd):
+        st = os.fstat(fd)
+        return stat.S_IMODE(st.st_mode), st.st_size, st.st_uid
+
+    def spy_open(path, flags, mode=0o777, *args, **kwargs):
+        fd = real_open(path, flags, mode, *args, **kwargs)
+        if str(path).startswith(str(tmp_path)) and flags & os.O_CREAT:
+            events.append(('created',) + fd_state(fd))
+        return fd
+
+    def spy_fchmod(fd, mode):
+        events.append(('before chmod',) + fd_state(fd))
+        return real_fchmod(fd, mode)
+
+    def spy_rename(src, dest):
+        st = os.lstat(src)
+        events.append(('renamed', stat.S_IMODE(st.st_mode), st.st_size, st.st_uid))
+        return real_rename(src, dest)
+
+    monkeypatch.setattr(files.os, 'open', spy_open)
+    monkeypatch.setattr(files.os, 'fchmod', spy_fchmod)
+    monkeypatch.setattr(files.os, 'rename', spy_rename)
+    return events
+
+
+@pytest.mark.parametrize('umask', [0o000, 0o022, 0o077])
+def test_a_secret_is_0600_from_its_first_byte(module, tmp_path, monkeypatch, umask):
+    """Issue 15, item 10: the secrets file was created 0666 & ~umask, then chmod 0600.  Now the temporary file is
+    created 0600 (O_EXCL), empty, and it is 0600 with all its bytes when it is renamed; under every umask."""
+    events = spy_modes(monkeypatch, tmp_path)
+    old = os.umask(umask)
+    try:
+        files.write_atomic(module, str(tmp_path / 'rsyncd.secrets'), 'migrate:pw\n', mode=0o600, owner=os.getuid(),
+                           group=os.getgid())
+    finally:
+        os.umask(old)
+    assert events == [('created', 0o600, 0, os.getuid()), ('before chmod', 0o600, 0, os.getuid()),
+                      ('renamed', 0o600, len('migrate:pw\n'), os.getuid())]
+    assert mode(tmp_path / 'rsyncd.secrets') == 0o600 and read(tmp_path / 'rsyncd.secrets') == 'migrate:pw\n'
+    assert os.listdir(str(tmp_path)) == ['rsyncd.secrets']
+
+
+def test_a_secret_replacing_a_world_readable_file_is_never_readable(module, tmp_path, monkeypatch):
+    path = tmp_path / 'rsyncd.secrets'
+    path.write_text('old:pw\n')
+    os.chmod(str(path), 0o644)
+    events = spy_modes(monkeypatch, tmp_path)
+    files.write_atomic(module, str(path), b'new:pw\n', mode=0o600)
+    assert all(item[1] == 0o600 for item in events), events
+    assert mode(path) == 0o600 and read(path) == 'new:pw\n'
+
+
+def test_write_atomic_leaves_no_temporary_file_when_it_fails(module, tmp_path, monkeypatch):
+    def broken(src, dest):
+        raise OSError(18, 'cross-device link')
+    monkeypatch.setattr(files.os, 'rename', broken)
+    with pytest.raises(OSError):
+        files.write_atomic(module, str(tmp_path / 'file'), 'x')
+    assert os.listdir(str(tmp_path)) == []
+
+
+def test_write_atomic_gives_the_owner_before_the_rename(module, tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip('chown needs root')
+    path = tmp_path / 'key'
+    files.write_atomic(module, str(path), 'k', mode=0o640, owner=65534, group=65534)
+    st = os.stat(str(path))
+    assert (st.st_uid, st.st_gid, mode(path)) == (65534, 65534, 0o640)
+
+
+# --------------------------------------------------------------------------- secrets handed over in a file
+
+def test_take_secret_reads_and_removes_the_file(tmp_path):
+    src = tmp_path / 'secret'
+    src.write_bytes(b'a:\\b\n')
+    assert files.take_secret(str(src)) == b'a:\\b\n'
+    assert not src.exists()
+
+
+def test_take_secret_removes_the_file_even_when_it_cannot_be_read(tmp_path, monkeypatch):
+    src = tmp_path / 'secret'
+    src.write_bytes(b'x')
+    real_open = open
+
+    def failing_open(path, *args, **kwargs):
+        if str(path) == str(src):
+            raise IOError(5, 'I/O error')
+        return real_open(path, *args, **kwargs)
+    monkeypatch.setattr('builtins.open', failing_open)
+    with pytest.raises(IOError):
+        files.take_secret(str(src))
+    assert not src.exists()
+
+
+def test_secret_unchanged_compares_content_mode_and_owner(tmp_path):
+    path = tmp_path / 'secret'
+    uid, gid = os.getuid(), os.getgid()
+    assert not files.secret_unchanged(str(path), b'a', owner=uid, group=gid)
+    files.write_atomic(None, str(path), b'a', mode=0o600)
+    assert files.secret_unchanged(str(path), b'a', owner=uid, group=gid)
+    assert not files.secret_unchanged(str(path), b'b', owner=uid, group=gid)
+    assert not files.secret_unchanged(str(path), b'a', owner=uid + 1, group=gid)
+    os.chmod(str(path), 0o640)
+    assert not files.secret_unchanged(str(path), b'a', owner=uid, group=gid)
+
+
+@pytest.mark.parametrize('check_mode', [True, False])
+def test_install_secret(module, tmp_path, check_mode):
+    src, dest = tmp_path / 'src', tmp_path / 'dest'
+    src.write_bytes(b'k\n')
+    module.check_mode = check_mode
+    uid, gid = os.getuid(), os.getgid()
+    assert files.install_secret(module, str(src), str(dest), owner=uid, group=gid) is True
+    assert not src.exists() and dest.exists() != check_mode
+    if not check_mode:
+        assert mode(dest) == 0o600 and dest.read_bytes() == b'k\n'
+        src.write_bytes(b'k\n')
+        assert files.install_secret(module, str(src), str(dest), owner=uid, group=gid) is False
 
 
 def test_write_atomic_resets_the_mode_of_an_existing_file(module, tmp_path, umask_077):

@@ -29,12 +29,22 @@ def paths(tmp_path):
     return tmp_path
 
 
-def args(paths, **kwargs):
+def handed_over(paths, text):
+    """The secrets file as the action plugin hands it over: a file the module takes (and removes)."""
+    src = paths / 'handed-over.secrets'
+    fd = os.open(str(src), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, 'w') as handle:
+        handle.write(text)
+    return str(src)
+
+
+def args(paths, secrets=None, **kwargs):
     base = {
         'modules': [{'name': 'incoming', 'path': str(paths / 'incoming'), 'read_only': False,
                      'auth_users': ['migrate'], 'hosts_allow': ['198.18.3.0/24'], 'uid': 'root', 'gid': 'root'},
                     {'name': 'pub', 'path': str(paths / 'pub'), 'hosts_allow': ['198.18.3.0/24']}],
-        'users': [{'name': 'migrate', 'password': PASSWORD}],
+        'users': [{'name': 'migrate'}],
+        'secrets_src': handed_over(paths, 'migrate:%s\n' % PASSWORD if secrets is None else secrets),
         'conf_path': str(paths / 'rsyncd.conf'), 'secrets_path': str(paths / 'rsyncd.secrets'),
         'state_dir': str(paths / 'state'), 'service': 'bdp-wan-tune-test-none.service',
         'header': '#\n# Ansible managed\n#\n',
@@ -146,8 +156,8 @@ def daemon(paths, run_module):
 def test_check_against_a_real_daemon(paths, daemon, run_module):
     modules = [{'name': 'incoming', 'path': str(paths / 'incoming'), 'read_only': False, 'auth_users': ['migrate']},
                {'name': 'pub', 'path': str(paths / 'pub'), 'read_only': True, 'auth_users': []}]
-    users = [{'name': 'migrate', 'password': PASSWORD}]
-    result = run_module(rsync_daemon_check.main, {'port': daemon, 'modules': modules, 'users': users})
+    secrets = str(paths / 'rsyncd.secrets')
+    result = run_module(rsync_daemon_check.main, {'port': daemon, 'modules': modules, 'secrets_path': secrets})
     assert result['rc'] == 0, result['msg']
     assert [(c['check'], c['passed']) for c in result['checks']] == [
         ('daemon answers', True), ('authenticated write', True), ('wrong password refused', True),
@@ -155,9 +165,12 @@ def test_check_against_a_real_daemon(paths, daemon, run_module):
     assert result['greeting'].startswith('@RSYNCD:') and PASSWORD not in str(result)
     assert os.listdir(str(paths / 'incoming')) == [] and os.listdir(str(paths / 'pub')) == []
 
-    # A wrong password in the role's users makes the authenticated write fail, and the check says so.
-    wrong = run_module(rsync_daemon_check.main, {'port': daemon, 'modules': modules,
-                                                 'users': [{'name': 'migrate', 'password': 'not-it'}]})
+    # A secrets file the daemon does not use (another password) makes the authenticated write fail, and the check
+    # says so without showing either password.
+    other = paths / 'other.secrets'
+    other.write_text('migrate:not-it\n')
+    os.chmod(str(other), 0o600)
+    wrong = run_module(rsync_daemon_check.main, {'port': daemon, 'modules': modules, 'secrets_path': str(other)})
     assert wrong['failed'] and 'authenticated write [incoming]' in wrong['msg'] and 'auth failed' in wrong['msg']
 
 

@@ -1,0 +1,254 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, bdp.wan_tune contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Issue 15, item 1: no rsync password reaches a log.  The action plugin rsync_daemon_config hands the secrets file
+to the module in a file; the module's arguments (what the host's journal logs as "Invoked with"), its result and
+its diff hold no password; rsync_daemon_check takes no password at all and reads them from the secrets file.
+
+The action runs with a connection whose put_file copies into a local "remote" tmp dir, and the module it calls runs
+in-process with the arguments the action built, its log line captured (AnsibleModule.log)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import stat
+import subprocess
+import time
+from unittest import mock
+
+import pytest
+
+from ansible.module_utils import basic
+
+from ansible_collections.bdp.wan_tune.plugins.action import rsync_daemon_config as action_plugin
+from ansible_collections.bdp.wan_tune.plugins.module_utils import rsyncd
+from ansible_collections.bdp.wan_tune.plugins.modules import rsync_daemon_check
+from ansible_collections.bdp.wan_tune.plugins.modules import rsync_daemon_config
+
+# Each escapes differently in a repr, a JSON string or a shell: the logged form of the first two does not contain
+# their text, which is how the no_log masking missed them.
+PASSWORDS = {
+    'back': 'QaBack\\slash9',
+    'quotes': 'both\'and"quotes9',
+    'percent': '100%sure%d%%9',
+    'unicode': 'pässwört-密码-9',
+    'shell': '$(touch /tmp/bdp-pwned)`id`9',
+    'spaces': 'with spaces  inside 9',
+    'colon': 'a:colon#and;semicolon9',
+}
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason='writes root-owned files')
+
+
+@pytest.fixture
+def paths(tmp_path):
+    for name in ['state', 'remote'] + list(PASSWORDS):
+        (tmp_path / name).mkdir()
+    os.chmod(str(tmp_path), 0o755)
+    os.chmod(str(tmp_path / 'remote'), 0o700)
+    return tmp_path
+
+
+def task_args(paths, **kwargs):
+    base = {
+        'modules': [{'name': user, 'path': str(paths / user), 'read_only': False, 'auth_users': [user],
+                     'hosts_allow': ['198.18.3.0/24'], 'uid': 'root', 'gid': 'root'} for user in PASSWORDS],
+        'users': [{'name': user, 'password': password} for user, password in PASSWORDS.items()],
+        'conf_path': str(paths / 'rsyncd.conf'), 'secrets_path': str(paths / 'rsyncd.secrets'),
+        'state_dir': str(paths / 'state'), 'service': 'bdp-wan-tune-test-none.service',
+    }
+    base.update(kwargs)
+    return base
+
+
+def leaks(text):
+    """The passwords found in ``text``, also in their escaped forms (repr, JSON)."""
+    found = []
+    for password in PASSWORDS.values():
+        forms = {password, repr(password)[1:-1], json.dumps(password)[1:-1], json.dumps(password, ensure_ascii=False)[1:-1]}
+        if any(form in text for form in forms):
+            found.append(password)
+    return found
+
+
+class Harness(object):
+    """The action plugin with a fake connection: put_file copies into paths/remote (the remote tmp dir) and
+    records the local file's mode; the module runs in-process with the arguments the action built."""
+
+    def __init__(self, paths, run_module, monkeypatch, check_mode=False, diff=False):
+        self.paths, self.transfers, self.module_args, self.logged = paths, [], [], []
+        self.run_module, self.check_mode, self.diff = run_module, check_mode, diff
+        monkeypatch.setattr(basic.AnsibleModule, 'log', lambda module, msg, log_args=None: self.logged.append(msg))
+
+    def put_file(self, local, remote):
+        st = os.stat(local)
+        self.transfers.append({'local': local, 'mode': stat.S_IMODE(st.st_mode), 'remote': remote})
+        shutil.copyfile(local, remote)
+        os.chmod(remote, 0o600)
+
+    def run(self, args):
+        connection = mock.MagicMock()
+        connection._shell.tmpdir = None
+        connection._shell.join_path = os.path.join
+        connection.put_file.side_effect = self.put_file
+        task = mock.MagicMock(args=args, async_val=0, check_mode=self.check_mode, diff=self.diff,
+                              action='bdp.wan_tune.rsync_daemon_config')
+        action = action_plugin.ActionModule(task, connection, mock.MagicMock(), mock.MagicMock(), mock.MagicMock(),
+                                            None)
+        removed = []
+
+        def make_tmp_path(remote_user=None):
+            connection._shell.tmpdir = str(self.paths / 'remote')
+            return connection._shell.tmpdir
+
+        def execute_module(module_name=None, module_args=None, task_vars=None, **kwargs):
+            self.module_args.append(module_args)
+            extra = {'_ansible_check_mode': self.check_mode, '_ansible_diff': self.diff}
+            return self.run_module(rsync_daemon_config.main, dict(module_args, **extra))
+
+        action._make_tmp_path = make_tmp_path
+        action._execute_module = execute_module
+        action._fixup_perms2 = lambda paths, remote_user=None, execute=True: None
+        action._remove_tmp_path = lambda path, force=False: removed.append(path)
+        result = action.run(task_vars={})
+        self.removed = removed
+        return result
+
+
+@needs_root
+def test_no_password_in_the_module_arguments_the_log_line_the_result_or_the_diff(paths, run_module, monkeypatch):
+    checked = Harness(paths, run_module, monkeypatch, check_mode=True, diff=True)
+    preview = checked.run(task_args(paths))
+    assert preview['changed'] is True and not (paths / 'rsyncd.secrets').exists()
+    assert '%d users; its content is not shown' % len(PASSWORDS) in preview['diff'][1]['after']
+
+    harness = Harness(paths, run_module, monkeypatch, diff=True)
+    result = harness.run(task_args(paths))
+    assert result['rc'] == 0 and result['changed'] is True, result.get('msg')
+    for run in (checked, harness):
+        # what the module received: names and a path, nothing else secret
+        assert [user['name'] for user in run.module_args[0]['users']] == list(PASSWORDS)
+        assert all(set(user) == {'name'} for user in run.module_args[0]['users'])
+        assert run.module_args[0]['secrets_src'] == str(paths / 'remote' / 'rsyncd.secrets')
+        assert leaks(json.dumps(run.module_args)) == []
+        # the module's journal line exists and names the users, but no password
+        invoked = [line for line in run.logged if line.startswith('Invoked with')]
+        assert len(invoked) == 1 and 'back' in invoked[0] and leaks(invoked[0]) == []
+        # the local copy was 0600 and is gone; the handed-over file was taken; the remote tmp dir removed
+        assert run.transfers[0]['mode'] == 0o600 and not os.path.exists(run.transfers[0]['local'])
+        assert os.listdir(str(paths / 'remote')) == [] and run.removed == [str(paths / 'remote')]
+    assert leaks(json.dumps(preview)) == [] and leaks(json.dumps(result)) == []
+
+    secrets = os.stat(str(paths / 'rsyncd.secrets'))
+    assert (stat.S_IMODE(secrets.st_mode), secrets.st_uid, secrets.st_gid) == (0o600, 0, 0)
+    assert (paths / 'rsyncd.secrets').read_text('utf-8') == rsyncd.render_secrets(PASSWORDS)
+    assert rsyncd.parse_secrets((paths / 'rsyncd.secrets').read_text('utf-8')) == PASSWORDS
+    assert leaks((paths / 'rsyncd.conf').read_text('utf-8')) == []
+
+    again = Harness(paths, run_module, monkeypatch, diff=True).run(task_args(paths))
+    assert again['changed'] is False and 'diff' not in again
+    changed = dict(PASSWORDS, back='QaBack\\slash10')
+    other = task_args(paths, users=[{'name': user, 'password': password} for user, password in changed.items()])
+    third = Harness(paths, run_module, monkeypatch, diff=True).run(other)
+    assert third['changed'] is True and third['files'][str(paths / 'rsyncd.secrets')] == 'written'
+    assert 'QaBack' not in json.dumps(third)
+
+
+def test_bad_users_are_refused_on_the_controller_without_showing_the_password(paths, run_module, monkeypatch):
+    harness = Harness(paths, run_module, monkeypatch)
+    args = task_args(paths, users=[{'name': 'back', 'password': 'QaBack\\slash9\n'}, {'name': 'x y', 'password': 'p'}])
+    result = harness.run(args)
+    assert result['failed'] is True and 'users[0].password (user back)' in result['msg']
+    assert "users[1].name: 'x y' is not a user name" in result['msg']
+    assert 'slash9' not in result['msg'] and harness.transfers == [] and harness.module_args == []
+
+
+def test_secrets_src_cannot_be_set_in_the_task(paths, run_module, monkeypatch):
+    harness = Harness(paths, run_module, monkeypatch)
+    result = harness.run(task_args(paths, secrets_src='/etc/shadow'))
+    assert result['failed'] is True and 'set by the action plugin' in result['msg'] and harness.module_args == []
+
+
+def test_absent_transfers_nothing(paths, run_module, monkeypatch):
+    harness = Harness(paths, run_module, monkeypatch)
+    result = harness.run(task_args(paths, state='absent'))
+    assert result['rc'] == 0 and result['changed'] is False and harness.transfers == []
+    assert 'secrets_src' not in harness.module_args[0]
+
+
+def test_the_module_refuses_a_password_argument_and_a_missing_secrets_file(paths, run_module, monkeypatch):
+    logged = []
+    monkeypatch.setattr(basic.AnsibleModule, 'log', lambda module, msg, log_args=None: logged.append(msg))
+    args = task_args(paths)
+    refused = run_module(rsync_daemon_config.main, args)
+    assert refused['failed'] and 'only the action plugin' in refused['msg']
+    del args['users']
+    missing = run_module(rsync_daemon_config.main, args)
+    assert missing['failed'] and 'No secrets file was handed over' in missing['msg']
+    assert not (paths / 'rsyncd.conf').exists() and not (paths / 'rsyncd.secrets').exists()
+
+
+def test_the_module_removes_the_handed_over_file_when_it_refuses(paths, run_module):
+    src = paths / 'remote' / 'rsyncd.secrets'
+    src.write_text('back:x\n')
+    args = task_args(paths, users=[{'name': 'back'}], secrets_src=str(src))
+    args['modules'][0]['path'] = str(paths / 'nowhere')
+    refused = run_module(rsync_daemon_config.main, args)
+    assert refused['failed'] and not src.exists()
+
+
+# --------------------------------------------------------------------------- a real daemon with these passwords
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def daemon(paths, run_module, monkeypatch):
+    if os.geteuid() != 0 or not shutil.which('rsync'):
+        pytest.skip('needs root and rsync')
+    port = free_port()
+    harness = Harness(paths, run_module, monkeypatch)
+    assert harness.run(task_args(paths, port=port))['changed']
+    proc = subprocess.Popen(['rsync', '--daemon', '--no-detach', '--config', str(paths / 'rsyncd.conf'),
+                             '--log-file', str(paths / 'rsyncd.log')])
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        try:
+            socket.create_connection(('127.0.0.1', port), 1).close()
+            break
+        except OSError:
+            time.sleep(0.1)
+    yield port
+    proc.terminate()
+    proc.wait(10)
+
+
+def test_the_check_logs_in_with_every_awkward_password_from_the_secrets_file(paths, daemon, run_module, monkeypatch):
+    logged = []
+    monkeypatch.setattr(basic.AnsibleModule, 'log', lambda module, msg, log_args=None: logged.append(msg))
+    commands = []
+    real_run_command = basic.AnsibleModule.run_command
+
+    def run_command(module, args, **kwargs):
+        commands.append((args, kwargs.get('environ_update')))
+        return real_run_command(module, args, **kwargs)
+    monkeypatch.setattr(basic.AnsibleModule, 'run_command', run_command)
+    modules = [{'name': user, 'path': str(paths / user), 'read_only': False, 'auth_users': [user]}
+               for user in PASSWORDS]
+    result = run_module(rsync_daemon_check.main, {'port': daemon, 'modules': modules,
+                                                  'secrets_path': str(paths / 'rsyncd.secrets')})
+    assert result['rc'] == 0, result['msg']
+    assert [c['module'] for c in result['checks'] if c['check'] == 'authenticated write' and c['passed']] \
+        == list(PASSWORDS)
+    assert leaks(json.dumps(result)) == [] and leaks('\n'.join(logged)) == []
+    # the passwords went to rsync in a file, never in argv or the environment
+    assert commands and leaks(json.dumps(commands, ensure_ascii=False)) == []
+    assert all(arg.startswith('--password-file=') for args, env in commands for arg in args if 'password' in arg)
+    assert not os.path.exists('/tmp/bdp-pwned')
+    log = (paths / 'rsyncd.log').read_text('utf-8', 'replace')
+    assert leaks(log) == []
