@@ -294,7 +294,9 @@ def setup_transports(lab, workdir, streams, quiet=False):
     # The receiver's group variables (next to the inventory, never on the command line: they hold the password):
     # the playbook's opt-in rsync_daemon=true and the daemon's module, as an operator would write them.
     os.makedirs(os.path.join(workdir, 'group_vars'), exist_ok=True)
-    receiver = {'rsync_daemon': True, 'rsync_daemon_streams': streams,
+    # transport both: the plain daemon rows measure 873; TLS (the role's default) is on 874, its CA in the workdir.
+    receiver = {'rsync_daemon': True, 'rsync_daemon_streams': streams, 'rsync_daemon_transport': 'both',
+                'rsync_daemon_tls_ca_dir': os.path.join(workdir, 'rsync_tls_ca'),
                 'rsync_daemon_modules': [{'name': 'xfer', 'path': DEST, 'comment': 'transfer lab', 'read_only': False,
                                           'auth_users': ['xfer'], 'hosts_allow': [lab.address('A')], 'uid': 'root',
                                           'gid': 'root', 'numeric_ids': True}],
