@@ -32,6 +32,7 @@ from ansible_collections.bdp.wan_tune.plugins.module_utils import linkmtu as _li
 from ansible_collections.bdp.wan_tune.plugins.module_utils import pathprobe as _pathprobe
 from ansible_collections.bdp.wan_tune.plugins.module_utils import hpnssh as _hpnssh
 from ansible_collections.bdp.wan_tune.plugins.module_utils import rsyncd as _rsyncd
+from ansible_collections.bdp.wan_tune.plugins.plugin_utils import tls_ca as _tls_ca
 
 ROLES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), 'roles')
 # in the order the playbook runs them (verify: the canary)
@@ -53,7 +54,7 @@ PLAYBOOK_OPTIONS = {
     'hpn_ssh': {'type': 'bool', 'default': False},
 }
 # Variables whose value a message must not show (passwords).
-SECRET_OPTIONS = ('rsync_daemon_users',)
+SECRET_OPTIONS = ('rsync_daemon_users', 'rsync_daemon_tls_ca_key')
 # The role's rate and RTT also take auto (tasks/measure.yml); said after the parser's own message.
 AUTO_HINT = {'tcp_buffers_rate': ' Or auto: the link speed of the NIC towards the peers.',
              'tcp_buffers_rtt': ' Or auto: measured to the peers.'}
@@ -84,6 +85,8 @@ INT_RANGES = {
     'wan_tune_max_fail_percentage': (0, 100, 'a whole percentage from 0 to 100 (default 100: a batch goes on while '
                                              'any of its hosts succeeds)'),
     'rsync_daemon_port': (1, 65535, 'a TCP port: a whole number from 1 to 65535 (default 873)'),
+    'rsync_daemon_tls_port': (1, 65535, 'a TCP port: a whole number from 1 to 65535 (default 874)'),
+    'rsync_daemon_tls_days': (31, 3650, 'a whole number of days from 31 to 3650 (default 180)'),
     'rsync_daemon_streams': (1, 1024, 'a whole number of parallel streams from 1 to 1024 (default 4)'),
     'hpn_ssh_port': (1, 65535, 'a TCP port from 1 to 65535 other than 22 (default 2222)'),
     'jumbo_mtu_probe_count': (1, None, 'a whole number of ICMP echoes per probe size, 1 or more (default 3)'),
@@ -535,6 +538,7 @@ def check_host(variables, tcp_buffers=True, jumbo_mtu=True, play_peers=None, spe
                         if var.startswith('rsync_daemon_') and values.get(var) is not None)
         if len(settings) == len([var for var in raw if var.startswith('rsync_daemon_')]):
             problems.extend(_rsyncd.check(settings)[1])
+            problems.extend(_tls_ca.problems(settings))
     # hpn_ssh: the role's own rules (module_utils/hpnssh.py: port 22, sources, files with checksums, repository keys).
     if values.get('hpn_ssh') and role_state('hpn_ssh') == 'present':
         settings = dict((var, values[var]) for var in raw if var.startswith('hpn_ssh_') and values.get(var) is not None)

@@ -9,6 +9,7 @@ Documentation lives in rsync_daemon_problems.yml beside this file.
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.bdp.wan_tune.plugins.module_utils import rsyncd
+from ansible_collections.bdp.wan_tune.plugins.plugin_utils import tls_ca
 
 
 def rsync_daemon_problems(settings):
@@ -16,7 +17,7 @@ def rsync_daemon_problems(settings):
     if not isinstance(settings, dict):
         raise AnsibleFilterError('rsync_daemon_problems: expected a mapping of the daemon settings')
     dummy, problems = rsyncd.check(settings)
-    return problems
+    return problems + tls_ca.problems(settings)
 
 
 class FilterModule(object):

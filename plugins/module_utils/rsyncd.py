@@ -356,15 +356,26 @@ def self_addresses(address):
     return list(SELF_ADDRESSES) if address == 'all' else [address]
 
 
-def render_config(plan, header='', secrets_file='/etc/rsyncd.secrets', auth_digest=True):
-    """rsyncd.conf for ``plan`` (from check()).  ``auth_digest``: whether this rsync knows the parameter."""
+TRANSPORT_NOTES = {
+    'plain': ['# bdp.wan_tune.rsync_daemon. rsync daemon traffic is not encrypted: use it on a private circuit, a VPN or',
+              '# IPsec (docs/migration.md, "The rsync daemon").'],
+    'both': ['# bdp.wan_tune.rsync_daemon. Reached over TLS through stunnel on port %(tls_port)d, and in cleartext on the',
+             '# port below: use that only on a private circuit, a VPN or IPsec (docs/migration.md).'],
+    'tls': ['# bdp.wan_tune.rsync_daemon. Reached only over TLS: stunnel on port %(tls_port)d starts rsync --daemon for',
+            '# each connection (bdp-rsync-tls.service); nothing listens on the port below.'],
+}
+
+
+def render_config(plan, header='', secrets_file='/etc/rsyncd.secrets', auth_digest=True, transport='plain',
+                  tls_port=874):
+    """rsyncd.conf for ``plan`` (from check()).  ``auth_digest``: whether this rsync knows the parameter.
+    ``transport``: only the comment at the top says how the daemon is reached."""
     def yes(flag):
         return 'yes' if flag else 'no'
 
     lines = [line.rstrip() for line in header.rstrip('\n').split('\n')] if header else []
+    lines += [line % {'tls_port': tls_port} for line in TRANSPORT_NOTES[transport]]
     lines += [
-        '# bdp.wan_tune.rsync_daemon. rsync daemon traffic is not encrypted: use it on a private circuit, a VPN or',
-        '# IPsec (docs/migration.md, "The rsync daemon").',
         '# No socket options with SO_SNDBUF/SO_RCVBUF: they would turn off the kernel\'s window autotuning.',
         'port = %d' % plan['port'],
     ]

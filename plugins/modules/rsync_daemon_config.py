@@ -87,6 +87,16 @@ options:
       where the installed rsync supports the parameter and offers the digest.
     type: str
     default: sha256
+  transport:
+    description: V(tls) (stunnel starts the daemon for each TLS connection; nothing listens on O(port)), V(plain) or
+      V(both); only the comment at the top of the file says which.
+    type: str
+    choices: [tls, plain, both]
+    default: plain
+  tls_port:
+    description: The TLS port, for the comment.
+    type: int
+    default: 874
   conf_path:
     description: The daemon's configuration file.
     type: path
@@ -292,7 +302,8 @@ def present(module, params, result, secrets):
     elif digest and digest not in version['auth_list']:
         digest, note = '', 'this rsync does not offer %s (daemon auth list: %s)' % (
             plan['auth_digest'], ' '.join(version['auth_list']) or 'none')
-    text = rsyncd.render_config(dict(plan, auth_digest=digest), params['header'], params['secrets_path'])
+    text = rsyncd.render_config(dict(plan, auth_digest=digest), params['header'], params['secrets_path'],
+                                transport=params['transport'], tls_port=params['tls_port'])
     old_text = files.read_text(params['conf_path'])
     old_secrets = files.read_bytes(params['secrets_path'])
     secrets_ok = files.secret_unchanged(params['secrets_path'], secrets)
@@ -377,6 +388,8 @@ def main():
             allow_self=dict(type='bool', default=True),
             socket_options=dict(type='str', default=''),
             auth_digest=dict(type='str', default='sha256', no_log=False),
+            transport=dict(type='str', choices=['tls', 'plain', 'both'], default='plain'),
+            tls_port=dict(type='int', default=874),
             conf_path=dict(type='path', default='/etc/rsyncd.conf'),
             secrets_path=dict(type='path', default='/etc/rsyncd.secrets', no_log=False),
             service=dict(type='str', default='rsync.service'),

@@ -380,7 +380,7 @@ def setup_transports(lab, workdir, streams, quiet=False):
     os.makedirs(os.path.join(workdir, 'group_vars'), exist_ok=True)
     # transport both: the cleartext rows measure 873, the TLS rows 874 (mutual TLS: A gets its client certificate
     # from the role as a listed sender); the migration CA stays in the lab's working directory.
-    receiver = {'rsync_daemon': True, 'rsync_daemon_streams': max(streams, 1), 'rsync_daemon_transport': 'both',
+    receiver = {'rsync_daemon': True, 'rsync_daemon_streams': streams, 'rsync_daemon_transport': 'both',
                 'rsync_daemon_tls_ca_dir': os.path.join(workdir, 'rsync_tls_ca'),
                 'rsync_daemon_tls_senders': [lab.host_name('A')], 'rsync_daemon_tls_names': [lab.address('B')],
                 'rsync_daemon_modules': [{'name': 'xfer', 'path': DEST, 'comment': 'transfer lab', 'read_only': False,

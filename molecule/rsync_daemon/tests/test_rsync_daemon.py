@@ -1,6 +1,8 @@
 # -*- coding: utf-8 -*-
-"""Verify the rsync daemon on rsync-a and rsync-b after converge: the files, the daemon, and transfers from the
-other container (an authenticated write works; a wrong password and an anonymous write fail; a read works)."""
+"""Verify the rsync daemon on rsync-a and rsync-b after converge (transport tls, the default): the files, stunnel
+on 874 and nothing on 873, and transfers from the other container over TLS with its client certificate (an
+authenticated write works; a wrong password, an anonymous write, a client without a certificate and a client that
+trusts another CA fail; a read works)."""
 
 import json
 import os
@@ -32,6 +34,9 @@ def forms(password):
 
 
 PEER = {'rsync-a': ('rsync-b', '198.18.3.12'), 'rsync-b': ('rsync-a', '198.18.3.11')}
+CLIENT = '/etc/bdp-wan-tune/rsync-tls-client'
+SERVER = '/etc/bdp-wan-tune/rsync-tls'
+ENV = 'RSYNC_SSL_CA_CERT=%s/ca.crt RSYNC_SSL_CERT=%s/host.crt RSYNC_SSL_KEY=%s/host.key' % (CLIENT, CLIENT, CLIENT)
 
 
 @pytest.fixture
@@ -51,7 +56,8 @@ def test_config(host):
     assert conf.exists and conf.user == 'root' and conf.mode == 0o644
     text = conf.content_string
     assert text.startswith('#\n# Ansible managed\n#\n')
-    for line in ('port = 873', 'use chroot = yes', 'list = no', 'reverse lookup = no', 'read only = yes',
+    assert 'Reached only over TLS: stunnel on port 874' in text
+    for line in ('use chroot = yes', 'list = no', 'reverse lookup = no', 'read only = yes',
                  'hosts deny = *', 'secrets file = /etc/rsyncd.secrets', '[incoming]', '    read only = no',
                  '    auth users = migrate, back, quotes, percent, unicode, shell, spaces',
                  '    hosts allow = 198.18.3.0/24 127.0.0.1 ::1', '    uid = xfer',
@@ -59,9 +65,6 @@ def test_config(host):
         assert line + '\n' in text, line
     assert PASSWORD not in text
     assert 'socket options =' not in text
-    # Debian 12's rsync 3.2.7 has no auth digest parameter: none is written
-    version = host.check_output('rsync --version')
-    assert ('auth digest = sha256' in text) == ('3.2.' not in version.split('\n')[0])
 
 
 def test_secrets(host):
@@ -89,17 +92,41 @@ def test_no_password_in_the_journal_or_any_other_file(host, name):
     assert not host.file('/tmp/bdp-pwned').exists
 
 
-def test_daemon_answers(host):
-    assert host.service('rsync').is_running and host.service('rsync').is_enabled
-    assert host.socket('tcp://0.0.0.0:873').is_listening
-    greeting = host.check_output('timeout 5 bash -c "exec 3<>/dev/tcp/127.0.0.1/873; head -c 12 <&3"')
-    assert greeting.startswith('@RSYNCD:')
+@pytest.mark.parametrize('directory', [SERVER, CLIENT])
+def test_keys_and_certificates(host, directory):
+    key = host.file(directory + '/host.key')
+    assert key.user == 'root' and key.group == 'root' and key.mode == 0o600
+    assert 'PRIVATE KEY' in host.check_output('head -1 %s', directory + '/host.key')
+    for name in ('ca.crt', 'host.crt'):
+        assert host.file('%s/%s' % (directory, name)).mode == 0o644
+    verify = host.run('openssl verify -CAfile %s/ca.crt %s/host.crt', directory, directory)
+    assert verify.rc == 0, verify.stderr
 
 
-def send(client, address, user, password, target):
+def test_stunnel_config(host):
+    text = host.file(SERVER + '/stunnel.conf').content_string
+    for line in ('exec = /usr/bin/rsync', 'execArgs = rsync --daemon --config=/etc/rsyncd.conf', 'verifyChain = yes',
+                 'requireCert = yes', 'sslVersionMin = TLSv1.2', 'options = NO_COMPRESSION',
+                 'options = NO_RENEGOTIATION', 'renegotiation = no'):
+        assert line + '\n' in text, line
+    settings = [line for line in text.split('\n') if line and line[0] not in '#;']
+    assert not [line for line in settings if 'SO_SNDBUF' in line or 'SO_RCVBUF' in line or line.startswith('socket')]
+    assert 'libwrap = yes' in settings
+    # the role's instance is not in /etc/stunnel, where Debian's stunnel4 service reads every *.conf
+    assert not host.file('/etc/stunnel/bdp-rsync-tls.conf').exists
+
+
+def test_only_tls_listens(host):
+    assert host.service('bdp-rsync-tls').is_running and host.service('bdp-rsync-tls').is_enabled
+    assert not host.service('rsync').is_running
+    assert host.socket('tcp://:::874').is_listening or host.socket('tcp://0.0.0.0:874').is_listening
+    assert not host.socket('tcp://0.0.0.0:873').is_listening and not host.socket('tcp://:::873').is_listening
+
+
+def send(client, address, user, password, target, env=ENV):
     url = 'rsync://%s%s/incoming/%s' % ('%s@' % user if user else '', address, target)
-    return client.run('printf data > /tmp/payload && RSYNC_PASSWORD=%s USER=nobody-anonymous rsync --contimeout=10 '
-                      '--timeout=30 /tmp/payload %s', password, url)
+    return client.run('printf data > /tmp/payload && %s RSYNC_PASSWORD=%s USER=nobody-anonymous timeout 60 '
+                      'rsync-ssl --type=openssl --timeout=30 /tmp/payload %s' % (env, '%s', '%s'), password, url)
 
 
 def test_authenticated_transfer_from_the_peer(host, peer):
@@ -131,28 +158,66 @@ def test_wrong_password_and_anonymous_write_fail(host, peer, user, password):
     assert not host.file('/srv/incoming/' + target).exists
 
 
+@pytest.mark.parametrize('env', [
+    'RSYNC_SSL_CA_CERT=%s/ca.crt' % CLIENT,                                   # no client certificate
+    'RSYNC_SSL_CA_CERT=/etc/ssl/certs/ca-certificates.crt RSYNC_SSL_CERT=%s/host.crt RSYNC_SSL_KEY=%s/host.key'
+    % (CLIENT, CLIENT),                                                       # trusts other CAs
+])
+def test_refused_in_the_handshake(host, peer, env):
+    client, address = peer
+    target = 'no-cert-%s' % uuid.uuid4().hex
+    result = send(client, address, 'migrate', PASSWORD, target, env=env)
+    output = result.stdout + result.stderr
+    assert result.rc != 0 and 'did not see server greeting' in output and '@ERROR' not in output, output
+    assert not host.file('/srv/incoming/' + target).exists
+
+
+def test_plain_rsync_from_the_peer_fails(host, peer):
+    client, address = peer
+    result = client.run('rsync --contimeout=5 /etc/hostname rsync://migrate@%s/incoming/x', address)
+    assert result.rc != 0
+    result = client.run('rsync --contimeout=5 --port=874 --timeout=5 /etc/hostname rsync://migrate@%s/incoming/x',
+                        address)
+    assert result.rc != 0
+
+
 def test_read_from_the_peer_and_no_listing(host, peer, name):
     client, address = peer
-    read = client.run('rsync --contimeout=10 rsync://%s/pub/hello.txt /tmp/hello-%s', address, name)
+    read = client.run('%s timeout 60 rsync-ssl --type=openssl rsync://%s/pub/hello.txt /tmp/hello-%s' % (
+        ENV, '%s', '%s'), address, name)
     assert read.rc == 0, read.stderr
     assert client.file('/tmp/hello-%s' % name).content_string == 'hello from %s\n' % name
-    # list = no: the module list is empty
-    listing = client.run('rsync --contimeout=10 rsync://%s/', address)
+    listing = client.run('%s timeout 60 rsync-ssl --type=openssl rsync://%s/' % (ENV, '%s'), address)
     assert 'incoming' not in listing.stdout and 'pub' not in listing.stdout
-    # a write to the read-only module is refused
-    write = client.run('rsync --contimeout=10 /etc/hostname rsync://%s/pub/x', address)
-    assert write.rc != 0 and 'read only' in write.stdout + write.stderr
 
 
-def test_a_host_outside_hosts_allow_is_refused(host):
-    """The same client and password: from 127.0.0.1 (allowed for the role's own verification) the write works,
-    from 127.0.0.2 (in no hosts allow) it is refused; with list = no rsync hides the module ("Unknown module")."""
-    command = ('RSYNC_PASSWORD=%s rsync --contimeout=10 --address=%s /etc/hostname '
-               'rsync://migrate@127.0.0.1/incoming/hosts-allow-probe')
-    allowed = host.run(command, PASSWORD, '127.0.0.1')
-    assert allowed.rc == 0, allowed.stderr
-    host.run('rm -f /srv/incoming/hosts-allow-probe')
-    denied = host.run(command, PASSWORD, '127.0.0.2')
-    output = denied.stdout + denied.stderr
-    assert denied.rc != 0 and ('access denied' in output or "Unknown module 'incoming'" in output), output
-    assert not host.file('/srv/incoming/hosts-allow-probe').exists
+def test_the_handshake_is_tls13_with_an_aead_cipher(host, peer):
+    client, address = peer
+    out = client.run('openssl s_client -connect %s:874 -brief -verify_return_error -CAfile %s/ca.crt -cert %s/host.crt '
+                     '-key %s/host.key </dev/null' % (address, CLIENT, CLIENT, CLIENT))
+    text = out.stdout + out.stderr
+    assert 'Protocol version: TLSv1.3' in text and 'Verification: OK' in text, text
+    assert 'Ciphersuite: TLS_AES_256_GCM_SHA384' in text or 'Ciphersuite: TLS_CHACHA20_POLY1305_SHA256' in text
+    # TLS 1.2 without AEAD is refused
+    weak = client.run('openssl s_client -connect %s:874 -tls1_2 -cipher AES256-SHA -CAfile %s/ca.crt -cert %s/host.crt '
+                      '-key %s/host.key </dev/null' % (address, CLIENT, CLIENT, CLIENT))
+    assert 'Cipher is (NONE)' in weak.stdout + weak.stderr or weak.rc != 0
+
+
+def test_the_source_rule_holds_in_stunnel(host):
+    """Behind stunnel rsync sees every client as 127.0.0.1, so the source rule is libwrap's: the role's block at the
+    top of /etc/hosts.allow; a client with a valid certificate from an unlisted source (127.0.0.2) is refused before
+    the handshake, the same client from 127.0.0.1 is not."""
+    text = host.file('/etc/hosts.allow').content_string
+    assert text.startswith('# BEGIN bdp.wan_tune rsync_daemon')
+    assert 'bdp-rsync-tls: 198.18.3.0/255.255.255.0 127.0.0.1 [::1] : ALLOW\nbdp-rsync-tls: ALL : DENY\n' in text
+    probe = ('import socket, ssl, sys\n'
+             'c = ssl.create_default_context(cafile="%s/ca.crt"); c.check_hostname = False\n'
+             'c.load_cert_chain("%s/host.crt", "%s/host.key")\n'
+             's = socket.socket(); s.settimeout(10); s.bind((sys.argv[1], 0)); s.connect(("127.0.0.1", 874))\n'
+             'print(c.wrap_socket(s).recv(9))\n') % (SERVER, SERVER, SERVER)
+    allowed = host.run('python3 -c %s 127.0.0.1', probe)
+    assert allowed.rc == 0 and '@RSYNCD' in allowed.stdout, allowed.stderr
+    refused = host.run('python3 -c %s 127.0.0.2', probe)
+    assert refused.rc != 0 and '@RSYNCD' not in refused.stdout
+    assert 'SSL' in refused.stderr or 'reset' in refused.stderr.lower() or 'EOF' in refused.stderr, refused.stderr

@@ -837,3 +837,26 @@ def test_the_transport_roles_rules_run_only_where_they_are_asked_for():
     assert message.startswith('hpn_ssh_source: files, but hpn_ssh_package_files is empty'), message
     assert check(hpn_ssh='false', hpn_ssh_source='files') == []
     assert check(hpn_ssh='true', hpn_ssh_state='absent', hpn_ssh_source='files') == []
+
+
+def test_the_tls_daemon_inputs_are_refused_by_name_and_the_ca_key_never_shown(tmp_path):
+    modules = [{'name': 'in', 'path': '/srv/in', 'read_only': False, 'auth_users': ['u'], 'hosts_allow': ['198.18.3.0/24']}]
+    users = [{'name': 'u', 'password': 'pw'}]
+    base = dict(rsync_daemon='true', rsync_daemon_modules=modules, rsync_daemon_users=users,
+                rsync_daemon_tls_ca_dir=str(tmp_path / 'ca'))
+    assert check(**base) == []
+    message = only(check(rsync_daemon_tls_ca_cert='-----BEGIN CERTIFICATE-----\nAA\n-----END CERTIFICATE-----', **base))
+    assert message.startswith('rsync_daemon_tls_ca_cert: is set but rsync_daemon_tls_ca_key is empty'), message
+    secret = 'a "quoted\\ key % \u00e9'
+    message = ' | '.join(check(rsync_daemon_tls_ca_key=secret, **base))
+    assert 'rsync_daemon_tls_ca_key: is set but rsync_daemon_tls_ca_cert is empty' in message and secret not in message
+    message = only(check(rsync_daemon_transport='tunnel', **base))
+    assert message.startswith("rsync_daemon_transport: 'tunnel' is not one of the choices"), message
+    assert only(check(rsync_daemon_tls_port='873', rsync_daemon_transport='both', **base)).startswith(
+        'rsync_daemon_tls_port: 873 is also rsync_daemon_port')
+    (tmp_path / 'ca').mkdir()
+    (tmp_path / 'ca' / 'ca.crt').write_text('x')
+    (tmp_path / 'ca' / 'ca.key').write_text('x')
+    os.chmod(str(tmp_path / 'ca' / 'ca.key'), 0o644)
+    assert 'has mode 0644, readable by others' in only(check(**base))
+    assert check(rsync_daemon_transport='plain', **base) == []
