@@ -12,6 +12,7 @@ N ?= 20
 CONNECTION ?= ssh
 SIZE ?= 2g
 STREAMS ?= 4
+SSH_STREAMS ?= 8
 
 .PHONY: help setup image vm-image demo test check lint sanity units molecule transport-test host-test lab-test jumbo-test vm-test benchmark transfer docs changelog fleet-bench clean
 
@@ -22,8 +23,9 @@ help:
 	@echo "make check                                   the inner loop: lint, docs and changelog checks, unit tests (minutes)"
 	@echo "make lint | sanity | units | molecule | transport-test | host-test | lab-test | jumbo-test | vm-test   one part of the tests"
 	@echo "make benchmark [BENCH_ARGS=--quick]        the WAN-lab scenario matrix: docs/benchmarks.md, JSON and PNG"
-	@echo "make transfer [RATE=1g RTT=98 LOSS=0 MTU=9000 SIZE=2g STREAMS=4]"
-	@echo "                                            scp, rsync over SSH, rsync daemon (1 and STREAMS streams), HPN-SSH: stock vs tuned"
+	@echo "make transfer [RATE=1g RTT=98 LOSS=0 MTU=9000 SIZE=2g STREAMS=4 SSH_STREAMS=8]"
+	@echo "                                            scp, rsync over SSH (1 and SSH_STREAMS streams), the rsync daemon in cleartext"
+	@echo "                                            and over TLS (1 and STREAMS streams), HPN-SSH: stock vs tuned"
 	@echo "make docs                                    regenerate docs/reference/ (roles, modules, filters) from their docs"
 	@echo "make changelog                               regenerate CHANGELOG.rst from changelogs/changelog.yaml"
 	@echo "make fleet-bench [N=20 CONNECTION=ssh|podman]  no-op re-run of wan_tune.yml against ansible -m setup on N containers"

@@ -9,7 +9,9 @@ Loose bounds only (the table in docs/migration.md comes from a full `make transf
   steady rate (the best 3 s of the sender's bytes acked, from ss -ti) is between 60 % and 110 % of it (a
   window of 2 MiB cannot carry more, whatever the kernel allows), and its goodput over the whole command
   (SSH handshake, slow start and SFTP's round trips per file included) is not above it;
-* after tuning, the rsync daemon's single stream carries at least 3 x what scp carries;
+* after tuning, the rsync daemon's single stream carries at least 3 x what scp carries, in cleartext and over TLS;
+* the TLS transfers were TLS 1.3 sessions whose server certificate the client verified against the migration
+  CA (from the client's own handshake), with an AEAD cipher;
 * every copy was checked with sha256sum at the receiver, and the JSON has what the issue lists.
 """
 
@@ -33,7 +35,7 @@ def mine(left):
     return [item for item in left if NAME in item]
 
 
-def test_rsync_daemon_beats_scp_which_stays_at_its_window(tmp_path):
+def test_rsync_daemon_in_cleartext_and_over_tls_beats_scp_which_stays_at_its_window(tmp_path):
     assert not mine(wanlab.leftovers()), 'lab %s is already running' % NAME
     args = transfer.parse_args(['--rate', '1g', '--rtt', '98', '--size', '400m', '--streams', '4',
                                 '--name', NAME, '--results', str(tmp_path), '--quiet'])
@@ -52,9 +54,18 @@ def test_rsync_daemon_beats_scp_which_stays_at_its_window(tmp_path):
         scp = methods['scp'][phase]
         assert 0.6 * ceiling <= scp['steady_bps'] <= 1.1 * ceiling, (phase, scp['steady_bps'], ceiling)
         assert scp['bps'] <= 1.1 * ceiling, (phase, scp['bps'], ceiling)
-    assert methods['rsync_daemon']['tuned_bps'] >= 3 * methods['scp']['tuned_bps'], \
-        (methods['rsync_daemon']['tuned_bps'], methods['scp']['tuned_bps'])
-    for method in ('scp', 'rsync_ssh', 'rsync_daemon', 'rsync_daemon_parallel'):
+    for method in ('rsync_daemon', 'rsync_tls'):
+        assert methods[method]['tuned_bps'] >= 3 * methods['scp']['tuned_bps'], \
+            (method, methods[method]['tuned_bps'], methods['scp']['tuned_bps'])
+    for method in transfer.TLS_METHODS:
+        tls = methods[method]['tls']
+        assert tls['protocol'] == 'TLSv1.3' and tls['verified'] is True, (method, tls)
+        assert tls['cipher'] in ('TLS_AES_256_GCM_SHA384', 'TLS_AES_128_GCM_SHA256', 'TLS_CHACHA20_POLY1305_SHA256')
+        assert tls['sessions'] == (1 if method == 'rsync_tls' else 4), (method, tls)
+    for method in transfer.PARALLEL:
+        streams = methods[method]['tuned']['streams']
+        assert len(streams) == (8 if method == 'rsync_ssh_parallel' else 4), (method, streams)
+    for method in [m for m in transfer.METHODS if m != 'hpnssh']:
         entry = methods[method]
         assert entry['error'] is None, (method, entry['error'])
         assert entry['stock']['verified'] and entry['tuned']['verified']
@@ -68,5 +79,8 @@ def test_rsync_daemon_beats_scp_which_stays_at_its_window(tmp_path):
     saved = json.loads(written[0].read_text())
     assert saved['rate_bps'] == 10 ** 9 and saved['rtt_ms'] == 98.0 and saved['loss_pct'] == 0
     assert saved['mtu'] == 9000 and saved['size_bytes'] == 400 * 10 ** 6 and saved['streams'] == 4
+    assert saved['ssh_streams'] == 8
     for entry in saved['methods'].values():
         assert set(entry) >= {'stock_bps', 'tuned_bps', 'cpu_limited', 'error'}
+    for method in transfer.TLS_METHODS:
+        assert set(saved['methods'][method]['tls']) >= {'protocol', 'cipher', 'verified'}

@@ -4,19 +4,24 @@
 """The transfer lab behind `make transfer`: file transports across the WAN lab, stock against tuned.
 
 The same tree of incompressible files goes from lab host A to lab host B with each transport: scp and
-rsync over the distribution's OpenSSH, rsync to the rsync daemon (one stream), the rsync daemon with
-STREAMS parallel streams (the files split into STREAMS lists of about equal size, one rsync each), and
-HPN-SSH where both hosts have it. First on stock hosts, then again after playbooks/wan_tune.yml. Every
-copy is checked with sha256sum at the receiver; a mismatch fails the run. CPU per process is sampled
-in both hosts (/proc/PID/stat) to tell a transport limited by a core from one limited by its window.
-Prints a table and writes results/transfer-<timestamp>.json and .md.
+rsync over the distribution's OpenSSH (one stream, and SSH_STREAMS parallel streams), rsync to the rsync
+daemon in cleartext and over TLS (rsync-ssl to the role's stunnel, with the client certificate the role
+issued to A), each with one stream and with STREAMS parallel streams (the files split into lists of about
+equal size, one rsync each), and HPN-SSH where both hosts have it. First on stock hosts, then again after
+playbooks/wan_tune.yml. Every copy is checked with sha256sum at the receiver; a mismatch fails the run. CPU
+per process is sampled in both hosts (/proc/PID/stat) to tell a transport limited by a core from one
+limited by its window; each parallel stream's start and end, and the delay line's drops, show where the
+time goes. The TLS session's protocol, cipher and verification come from the client's own handshake
+(openssl s_client -brief). Prints a table and writes results/transfer-<timestamp>.json and .md.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -31,15 +36,22 @@ from ansible_collections.bdp.wan_tune.plugins.module_utils import bdp  # noqa: E
 ROOT = wanlab.REPO_ROOT
 RESULTS = os.path.join(ROOT, 'results')
 LAB_NAME = 'bdp-lab-xfer'
-METHODS = ('scp', 'rsync_ssh', 'rsync_daemon', 'rsync_daemon_parallel', 'hpnssh')
+METHODS = ('scp', 'rsync_ssh', 'rsync_ssh_parallel', 'rsync_daemon', 'rsync_daemon_parallel', 'rsync_tls',
+           'rsync_tls_parallel', 'hpnssh')
 LABELS = {
     'scp': 'scp (OpenSSH)',
     'rsync_ssh': 'rsync over SSH (OpenSSH)',
-    'rsync_daemon': 'rsync daemon, 1 stream',
-    'rsync_daemon_parallel': 'rsync daemon, %d streams',
+    'rsync_ssh_parallel': 'rsync over SSH, %d streams',
+    'rsync_daemon': 'rsync daemon, 1 stream (cleartext)',
+    'rsync_daemon_parallel': 'rsync daemon, %d streams (cleartext)',
+    'rsync_tls': 'rsync daemon over TLS, 1 stream',
+    'rsync_tls_parallel': 'rsync daemon over TLS, %d streams',
     'hpnssh': 'HPN-SSH (hpnscp)',
 }
 SSH_METHODS = ('scp', 'rsync_ssh')
+TLS_METHODS = ('rsync_tls', 'rsync_tls_parallel')
+# Parallel methods and the result key that gives their number of streams.
+PARALLEL = {'rsync_ssh_parallel': 'ssh_streams', 'rsync_daemon_parallel': 'streams', 'rsync_tls_parallel': 'streams'}
 # OpenSSH's channel window, CHAN_SES_WINDOW_DEFAULT in channels.h (64 x 32 KiB; OpenSSH 9.2 and 10.x)
 SSH_WINDOW_BYTES = 2 * 1024 * 1024
 CPU_LIMIT_CORES = 0.9           # a process that used this share of a core over the transfer counts as CPU-bound
@@ -58,6 +70,13 @@ PARTS = BASE + '/parts'
 MODULE = 'xfer'
 RSYNC_USER = 'xfer'
 PASSWORD_FILE = '/root/.xfer-rsync.pass'
+TLS_PORT = 874
+TLS_UNIT = 'bdp-rsync-tls'       # the role's own stunnel instance (it starts rsync --daemon per connection)
+# Where the rsync_daemon role puts a sender's trust anchor, certificate and key (rsync_daemon_tls_client_dir).
+TLS_CLIENT_DIR = '/etc/bdp-wan-tune/rsync-tls-client'
+# rsync-ssl runs `$RSYNC_SSL_OPENSSL s_client ... -quiet`; this wrapper in A adds -brief, which prints the session's
+# protocol, cipher suite and verification result on stderr (never on the data stream).
+OPENSSL_BRIEF = '/usr/local/bin/openssl-brief'
 HPN_PORT = 2222
 NO_HPNSSH = ('no HPN-SSH binary (hpnscp in host A, hpnsshd in host B): there is no HPN-SSH package for Debian 12; '
              'provide hpn_ssh_package_files (docs/hpn_ssh.md)')
@@ -166,6 +185,30 @@ def steady_bps(series, window=STEADY_WINDOW_S):
     return round(best) if best is not None else None
 
 
+def tls_session(stderr):
+    """{'protocol', 'cipher', 'verified', 'sessions'} from what `openssl s_client -brief` printed for every connection
+    of a TLS transfer (one per stream), or None when it printed no session. ``verified`` is true only when every
+    session's server certificate was verified against the trust anchor; protocol and cipher are those of the first
+    session, with every distinct one listed when the streams disagree."""
+    protocols = re.findall(r'^Protocol version: (\S+)$', stderr, re.M)
+    ciphers = re.findall(r'^Ciphersuite: (\S+)$', stderr, re.M)
+    verdicts = re.findall(r'^Verification: (.+)$', stderr, re.M)
+    if not protocols:
+        return None
+    return {'protocol': ' '.join(sorted(set(protocols), key=protocols.index)),
+            'cipher': ' '.join(sorted(set(ciphers), key=ciphers.index)) or None,
+            'verified': len(verdicts) == len(protocols) and all(v.strip() == 'OK' for v in verdicts),
+            'sessions': len(protocols)}
+
+
+def stream_times(stderr, start):
+    """Each parallel stream's [start, end] in seconds from the command's ``start``, from its 'stream N START END'
+    lines: shows the streams' start-up and how evenly they finish."""
+    found = re.findall(r'^stream (\d+) ([\d.]+) ([\d.]+)$', stderr, re.M)
+    return [[round(float(begin) - start, 3), round(float(end) - start, 3)]
+            for _number, begin, end in sorted(found, key=lambda item: int(item[0]))]
+
+
 def is_cpu_limited(run):
     """True when a process at either end used a whole core (CPU_LIMIT_CORES) during this run."""
     return any(proc['cores'] >= CPU_LIMIT_CORES for host in ('A', 'B') for proc in run.get('cpu', {}).get(host, []))
@@ -177,16 +220,20 @@ def summarize_method(stock, tuned):
               if run.get('error')]
     if stock.get('error') and stock.get('error') == tuned.get('error'):
         errors = [stock['error']]
-    return {
+    entry = {
         'stock_bps': stock.get('bps'), 'tuned_bps': tuned.get('bps'),
         'cpu_limited': is_cpu_limited(stock) or is_cpu_limited(tuned),
         'error': '; '.join(errors) or None,
         'stock': stock, 'tuned': tuned,
     }
+    if 'tls' in stock or 'tls' in tuned:
+        # the tuned session, the one the table's tuned figure comes from (the stock one when tuned failed)
+        entry['tls'] = tuned.get('tls') or stock.get('tls')
+    return entry
 
 
-def label(method, streams):
-    return LABELS[method] % streams if '%d' in LABELS[method] else LABELS[method]
+def label(method, result):
+    return LABELS[method] % result[PARALLEL[method]] if method in PARALLEL else LABELS[method]
 
 
 def _mbit(bps):
@@ -210,7 +257,14 @@ def rows(result):
         note = entry['error'] or ''
         if method in SSH_METHODS and not note:
             note = 'SSH window ceiling %s Mbit/s' % _mbit(result['ssh_window_ceiling_bps'])
-        out.append((label(method, result['streams']), _mbit(entry['stock_bps']),
+        if method == 'rsync_ssh_parallel' and not note:
+            note = '%d x the SSH window ceiling = %s Mbit/s' % (
+                result['ssh_streams'], _mbit(result['ssh_streams'] * result['ssh_window_ceiling_bps']))
+        if entry.get('tls') and not note:
+            tls = entry['tls']
+            note = '%s %s, server certificate %s' % (tls['protocol'], tls['cipher'],
+                                                      'verified' if tls['verified'] else 'NOT verified')
+        out.append((label(method, result), _mbit(entry['stock_bps']),
                     _share(entry['stock_bps'], result['rate_bps']), _mbit(entry['tuned_bps']),
                     _share(entry['tuned_bps'], result['rate_bps']), _steady(entry),
                     'yes' if entry['cpu_limited'] else 'no', note))
@@ -244,7 +298,23 @@ def markdown(result):
             STEADY_WINDOW_S),
         '', '| ' + ' | '.join(HEADER) + ' |', '|---|' + '---:|' * 5 + '---|---|']
     lines += ['| ' + ' | '.join(r) + ' |' for r in rows(result)]
+    lines += ['', 'CPU per process in the tuned run, in cores (1.00 = a whole core), the busiest %d per host: what '
+              'encryption and each transport cost.' % TOP_PROCESSES, '',
+              '| transport | A (sender) | B (receiver) |', '|---|---|---|']
+    lines += ['| %s | %s | %s |' % row for row in cpu_rows(result)]
     return '\n'.join(lines) + '\n'
+
+
+def cpu_rows(result):
+    """(transport, A's busiest processes, B's) of the tuned runs: 'ssh 0.52, sshd 0.31'."""
+    out = []
+    for method in METHODS:
+        cpu = (result['methods'][method].get('tuned') or {}).get('cpu')
+        if cpu:
+            out.append((label(method, result),) + tuple(
+                ', '.join('%s %.2f' % (proc['comm'], proc['cores']) for proc in cpu.get(host, [])) or '-'
+                for host in 'AB'))
+    return out
 
 
 # --------------------------------------------------------------------------- the lab hosts
@@ -258,9 +328,11 @@ def sh(lab, host, script, check=True, timeout=600, stdin=None):
     return proc
 
 
-def make_data(lab, size_bytes, streams):
-    """The tree of incompressible files in A (on a tmpfs), its checksum manifest in both hosts, the stream lists."""
-    sizes = file_sizes(size_bytes, file_count(size_bytes, streams))
+def make_data(lab, size_bytes, streams, ssh_streams):
+    """The tree of incompressible files in A (on a tmpfs), its checksum manifest in both hosts, the stream lists
+    (PARTS/<number of streams>/<stream>) for both numbers of streams."""
+    counts = sorted(set([streams, ssh_streams]))
+    sizes = file_sizes(size_bytes, file_count(size_bytes, lcm(counts)))
     names = ['f%03d.bin' % i for i in range(len(sizes))]
     margin = 64 * 2 ** 20
     for host in 'AB':
@@ -272,10 +344,22 @@ def make_data(lab, size_bytes, streams):
     sh(lab, 'A', '\n'.join(script), timeout=1800)
     manifest = sh(lab, 'A', 'cat ' + MANIFEST).stdout
     sh(lab, 'B', 'cat > ' + MANIFEST, stdin=manifest)
-    groups = split_streams(list(zip(names, sizes)), streams)
-    for number, group in enumerate(groups):
-        sh(lab, 'A', 'cat > %s/%d' % (PARTS, number), stdin='\n'.join(group) + '\n')
-    return {'files': len(names), 'streams': len(groups)}
+    used = {}
+    for count in counts:
+        groups = split_streams(list(zip(names, sizes)), count)
+        sh(lab, 'A', 'mkdir -p %s/%d' % (PARTS, count))
+        for number, group in enumerate(groups):
+            sh(lab, 'A', 'cat > %s/%d/%d' % (PARTS, count, number), stdin='\n'.join(group) + '\n')
+        used[count] = len(groups)
+    return {'files': len(names), 'streams': used[streams], 'ssh_streams': used[ssh_streams]}
+
+
+def lcm(numbers):
+    """The least common multiple: a file count every number of streams divides."""
+    out = 1
+    for number in numbers:
+        out = out * number // math.gcd(out, number)
+    return out
 
 
 def setup_transports(lab, workdir, streams, quiet=False):
@@ -294,9 +378,11 @@ def setup_transports(lab, workdir, streams, quiet=False):
     # The receiver's group variables (next to the inventory, never on the command line: they hold the password):
     # the playbook's opt-in rsync_daemon=true and the daemon's module, as an operator would write them.
     os.makedirs(os.path.join(workdir, 'group_vars'), exist_ok=True)
-    # transport both: the plain daemon rows measure 873; TLS (the role's default) is on 874, its CA in the workdir.
+    # transport both: the cleartext rows measure 873, the TLS rows 874 (mutual TLS: A gets its client certificate
+    # from the role as a listed sender); the migration CA stays in the lab's working directory.
     receiver = {'rsync_daemon': True, 'rsync_daemon_streams': streams, 'rsync_daemon_transport': 'both',
                 'rsync_daemon_tls_ca_dir': os.path.join(workdir, 'rsync_tls_ca'),
+                'rsync_daemon_tls_senders': [lab.host_name('A')], 'rsync_daemon_tls_names': [lab.address('B')],
                 'rsync_daemon_modules': [{'name': 'xfer', 'path': DEST, 'comment': 'transfer lab', 'read_only': False,
                                           'auth_users': ['xfer'], 'hosts_allow': [lab.address('A')], 'uid': 'root',
                                           'gid': 'root', 'numeric_ids': True}],
@@ -307,6 +393,8 @@ def setup_transports(lab, workdir, streams, quiet=False):
     # Stock hosts with the transport: the playbook with only the rsync_daemon tag (no tuning).
     demo.ansible_playbook(['-i', files['inventory'], demo.PLAYBOOK, '--tags', 'rsync_daemon'], quiet=quiet)
     sh(lab, 'A', 'umask 077 && cat > ' + PASSWORD_FILE, stdin=password + '\n')
+    sh(lab, 'A', 'cat > %s && chmod 0755 %s' % (OPENSSL_BRIEF, OPENSSL_BRIEF),
+       stdin='#!/bin/sh\n# rsync-ssl\'s s_client, with the session summary on stderr\nexec openssl "$@" -brief\n')
     hpn = sh(lab, 'A', 'command -v hpnscp', check=False).returncode == 0 and \
         sh(lab, 'B', 'command -v hpnsshd', check=False).returncode == 0
     if hpn:
@@ -322,28 +410,37 @@ def setup_transports(lab, workdir, streams, quiet=False):
 def renice_servers(lab):
     """The servers in B (and so the processes they start for each transfer) at NICE."""
     sh(lab, 'B', 'renice -n %d -p $(systemctl show -P MainPID ssh) $(systemctl show -P MainPID rsync) '
-                 '$(pgrep -x hpnsshd) >/dev/null' % NICE)
+                 '$(systemctl show -P MainPID %s) $(pgrep -x hpnsshd) >/dev/null' % (NICE, TLS_UNIT))
 
 
-def commands(lab, method, streams):
-    """The shell command in A that copies SRC to DEST/<method> on B."""
+def commands(lab, method, streams, ssh_streams=8):
+    """The shell command in A that copies SRC to DEST/<method> on B (a parallel method: one rsync per list of files
+    in PARTS/<streams>, each printing 'stream N START END' on stderr)."""
     dst = lab.address('B')
     ssh_opts = '-o BatchMode=yes'
-    if method == 'scp':
-        return 'scp -q -r %s %s root@%s:%s/scp' % (ssh_opts, SRC, dst, DEST)
-    if method == 'rsync_ssh':
-        return 'rsync -a -e "ssh %s" %s/ root@%s:%s/rsync_ssh/' % (ssh_opts, SRC, dst, DEST)
+    rsync_ssh = 'rsync -a -e "ssh %s"' % ssh_opts
     daemon = 'rsync -a --password-file=%s' % PASSWORD_FILE
+    tls = ('RSYNC_SSL_CA_CERT={0}/ca.crt RSYNC_SSL_CERT={0}/host.crt RSYNC_SSL_KEY={0}/host.key RSYNC_SSL_PORT={1} '
+           'RSYNC_SSL_OPENSSL={2} rsync-ssl --type=openssl -a --password-file={3}'.format(
+               TLS_CLIENT_DIR, TLS_PORT, OPENSSL_BRIEF, PASSWORD_FILE))
     url = 'rsync://%s@%s/%s' % (RSYNC_USER, dst, MODULE)
-    if method == 'rsync_daemon':
-        return '%s %s/ %s/rsync_daemon/' % (daemon, SRC, url)
-    if method == 'rsync_daemon_parallel':
-        jobs = ['%s --files-from=%s/%d %s/ %s/rsync_daemon_parallel/ & pids="$pids $!"' % (daemon, PARTS, n, SRC, url)
-                for n in range(streams)]
-        return '\n'.join(['pids=""'] + jobs + ['rc=0', 'for p in $pids; do wait $p || rc=1; done', 'exit $rc'])
-    if method == 'hpnssh':
-        return 'hpnscp -q -r -P %d %s %s root@%s:%s/hpnssh' % (HPN_PORT, ssh_opts, SRC, dst, DEST)
-    raise ValueError(method)
+    single = {'scp': 'scp -q -r %s %s root@%s:%s/scp' % (ssh_opts, SRC, dst, DEST),
+              'rsync_ssh': '%s %s/ root@%s:%s/rsync_ssh/' % (rsync_ssh, SRC, dst, DEST),
+              'rsync_daemon': '%s %s/ %s/rsync_daemon/' % (daemon, SRC, url),
+              'rsync_tls': '%s %s/ %s/rsync_tls/' % (tls, SRC, url),
+              'hpnssh': 'hpnscp -q -r -P %d %s %s root@%s:%s/hpnssh' % (HPN_PORT, ssh_opts, SRC, dst, DEST)}
+    if method in single:
+        return single[method]
+    parallel = {'rsync_ssh_parallel': (rsync_ssh, 'root@%s:%s' % (dst, DEST), ssh_streams),
+                'rsync_daemon_parallel': (daemon, url, streams),
+                'rsync_tls_parallel': (tls, url, streams)}
+    if method not in parallel:
+        raise ValueError(method)
+    client, target, count = parallel[method]
+    jobs = ['( s=$(date +%%s.%%N); %s --files-from=%s/%d/%d %s/ %s/%s/; rc=$?; '
+            'echo "stream %d $s $(date +%%s.%%N)" >&2; exit $rc ) & pids="$pids $!"'
+            % (client, PARTS, count, n, SRC, target, method, n) for n in range(count)]
+    return '\n'.join(['pids=""'] + jobs + ['rc=0', 'for p in $pids; do wait $p || rc=1; done', 'exit $rc'])
 
 
 class Sampler(object):
@@ -362,38 +459,56 @@ class Sampler(object):
         return json.loads(out)
 
 
-def run_method(lab, method, streams, size_bytes):
-    """One copy A -> B: its goodput, the busiest processes in both hosts, checked with sha256sum at B."""
+LINE_COUNTERS = ('queue_drops', 'random_drops', 'late_packets')
+
+
+def line_drops(lab):
+    """The delay line's A -> B drop counters now (cumulative)."""
+    counters = lab.counters()['a_to_b']
+    return dict((key, counters.get(key, 0)) for key in LINE_COUNTERS)
+
+
+def run_method(lab, method, streams, size_bytes, ssh_streams=8):
+    """One copy A -> B: its goodput, the busiest processes in both hosts, checked with sha256sum at B; for a TLS
+    method the session (tls_session), for a parallel one each stream's times, and the delay line's drops."""
     dest = '%s/%s' % (DEST, method)
     sh(lab, 'B', 'rm -rf %s' % dest)
-    if method == 'rsync_daemon_parallel':
+    if method in PARALLEL:
         sh(lab, 'B', 'mkdir -p %s' % dest)
+    drops = line_drops(lab)
     samplers = {'A': Sampler(lab, 'A', lab.address('B')), 'B': Sampler(lab, 'B')}
     timed = 'renice -n %d -p $$ >/dev/null\nstart=$(date +%%s.%%N)\n( %s ) >&2\nrc=$?\nend=$(date +%%s.%%N)\n' \
-        'echo "$start $end"\nexit $rc' % (NICE, commands(lab, method, streams))
+        'echo "$start $end"\nexit $rc' % (NICE, commands(lab, method, streams, ssh_streams))
     proc = sh(lab, 'A', timed, check=False, timeout=7200)
     samples = {host: sampler.stop() for host, sampler in samplers.items()}
+    extra = {}
+    if method in TLS_METHODS:
+        extra['tls'] = tls_session(proc.stderr)
     if proc.returncode != 0:
-        return {'bps': None, 'error': 'exit %d: %s' % (proc.returncode, proc.stderr.strip()[-500:])}
+        return dict(extra, bps=None, error='exit %d: %s' % (proc.returncode, proc.stderr.strip()[-500:]))
     start, end = (float(x) for x in proc.stdout.split()[-2:])
     seconds = end - start
+    now = line_drops(lab)
+    extra['line_drops'] = dict((key, now[key] - drops[key]) for key in LINE_COUNTERS)
+    if method in PARALLEL:
+        extra['streams'] = stream_times(proc.stderr, start)
     check = sh(lab, 'B', 'cd %s && nice -n %d sha256sum --quiet -c %s' % (dest, NICE // 2, MANIFEST), check=False,
                timeout=1800)
     if check.returncode != 0:
         raise TransferError('%s: checksum mismatch at the receiver: %s' % (method, (check.stdout + check.stderr)[-1000:]))
     sh(lab, 'B', 'rm -rf %s' % dest)
     cpu = {host: cpu_usage(sample, seconds) for host, sample in samples.items()}
-    return {'bps': round(size_bytes * 8 / seconds), 'seconds': round(seconds, 3), 'verified': True,
-            'steady_bps': steady_bps(samples['A'].get('acked', [])), 'cpu': cpu, 'error': None}
+    return dict(extra, bps=round(size_bytes * 8 / seconds), seconds=round(seconds, 3), verified=True,
+                steady_bps=steady_bps(samples['A'].get('acked', [])), cpu=cpu, error=None)
 
 
-def run_phase(lab, phase, streams, size_bytes, hpn, log):
+def run_phase(lab, phase, result, hpn, log):
     runs = {}
     for method in METHODS:
         if method == 'hpnssh' and not hpn:
             runs[method] = {'bps': None, 'error': NO_HPNSSH}
             continue
-        runs[method] = run_method(lab, method, streams, size_bytes)
+        runs[method] = run_method(lab, method, result['streams'], result['size_bytes'], result['ssh_streams'])
         run = runs[method]
         log('%s %-22s %s' % (phase, method, 'error: ' + run['error'] if run['error'] else '%s Mbit/s in %.1f s, '
                              'busiest: %s' % (_mbit(run['bps']), run['seconds'], ', '.join(
@@ -424,16 +539,16 @@ def transfer(args, log=None):
               'started': time.strftime('%Y-%m-%dT%H:%M:%S%z')}
     with lab, tempfile.TemporaryDirectory(prefix='bdp-xfer-') as workdir:
         started = time.monotonic()
-        result.update(make_data(lab, size_bytes, args.streams))
+        result.update(make_data(lab, size_bytes, args.streams, args.ssh_streams))
         log('%s of random data in %d files in host A (%.0f s)'
             % (bdp.human_bytes(size_bytes), result['files'], time.monotonic() - started))
         log('the transports: ssh keys, the rsync daemon through playbooks/wan_tune.yml --tags rsync_daemon')
         files, setup = setup_transports(lab, workdir, result['streams'], args.quiet)
         result.update(setup)
-        stock = run_phase(lab, 'stock', result['streams'], size_bytes, result['hpnssh'], log)
+        stock = run_phase(lab, 'stock', result, result['hpnssh'], log)
         log('applying playbooks/wan_tune.yml -e "rate=%s rtt=%s" (receiver: rsync_daemon=true)' % (args.rate, args.rtt))
         tune(lab, files, args)
-        tuned = run_phase(lab, 'tuned', result['streams'], size_bytes, result['hpnssh'], log)
+        tuned = run_phase(lab, 'tuned', result, result['hpnssh'], log)
         result['delay_line'] = lab.counters()
     result['methods'] = {method: summarize_method(stock[method], tuned[method]) for method in METHODS}
     result['finished'] = time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())
@@ -456,15 +571,18 @@ def parse_args(argv=None):
     parser.add_argument('--loss', default='0', help='random loss in percent (default 0)')
     parser.add_argument('--mtu', default='9000', help='MTU of the lab link (default 9000)')
     parser.add_argument('--size', default='2g', help='bytes of data per transfer: 2g, 400m, 2GiB (default 2g)')
-    parser.add_argument('--streams', type=int, default=4, help='parallel rsync daemon streams (default 4)')
+    parser.add_argument('--streams', type=int, default=4,
+                        help='parallel rsync daemon streams, cleartext and TLS (default 4)')
+    parser.add_argument('--ssh-streams', type=int, default=8, help='parallel rsync over SSH streams (default 8)')
     parser.add_argument('--name', default=LAB_NAME, help='lab name (default %s)' % LAB_NAME)
     parser.add_argument('--results', default=RESULTS, help='folder for the JSON and Markdown (default results/)')
     parser.add_argument('--quiet', action='store_true', help='no ansible-playbook output unless it fails')
     args = parser.parse_args(argv)
-    if args.streams < 1 or args.streams > MAX_FILES:
-        parser.error('--streams (STREAMS): %d is outside 1 to %d' % (args.streams, MAX_FILES))
-    args.command = 'make transfer RATE=%s RTT=%s LOSS=%s MTU=%s SIZE=%s STREAMS=%d' % (
-        args.rate, args.rtt, args.loss, args.mtu, args.size, args.streams)
+    for name, value in (('--streams (STREAMS)', args.streams), ('--ssh-streams (SSH_STREAMS)', args.ssh_streams)):
+        if value < 1 or value > MAX_FILES:
+            parser.error('%s: %d is outside 1 to %d' % (name, value, MAX_FILES))
+    args.command = 'make transfer RATE=%s RTT=%s LOSS=%s MTU=%s SIZE=%s STREAMS=%d SSH_STREAMS=%d' % (
+        args.rate, args.rtt, args.loss, args.mtu, args.size, args.streams, args.ssh_streams)
     return args
 
 

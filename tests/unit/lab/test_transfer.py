@@ -82,15 +82,26 @@ def test_summarize_method():
     assert one['error'] == 'tuned: exit 12: broken pipe' and one['stock_bps'] == 150e6
 
 
+TLS = {'protocol': 'TLSv1.3', 'cipher': 'TLS_AES_256_GCM_SHA384', 'verified': True, 'sessions': 1}
+
+
+def tls_run(bps, tls=TLS):
+    return dict(run(bps), tls=tls)
+
+
 def result():
     methods = {
         'scp': transfer.summarize_method(run(150e6), run(160e6)),
         'rsync_ssh': transfer.summarize_method(run(164e6), run(165e6)),
+        'rsync_ssh_parallel': transfer.summarize_method(run(900e6), run(910e6)),
         'rsync_daemon': transfer.summarize_method(run(210e6), run(950e6)),
         'rsync_daemon_parallel': transfer.summarize_method(run(800e6), run(960e6, cores=1.0)),
+        'rsync_tls': transfer.summarize_method(tls_run(205e6), tls_run(940e6)),
+        'rsync_tls_parallel': transfer.summarize_method(tls_run(790e6), tls_run(955e6, dict(TLS, verified=False))),
         'hpnssh': transfer.summarize_method(run(0, error=transfer.NO_HPNSSH), run(0, error=transfer.NO_HPNSSH)),
     }
-    return {'rate_bps': 10 ** 9, 'rtt_ms': 98.0, 'streams': 4, 'size_bytes': 2 * 10 ** 9, 'files': 16,
+    return {'rate_bps': 10 ** 9, 'rtt_ms': 98.0, 'streams': 4, 'ssh_streams': 8, 'size_bytes': 2 * 10 ** 9,
+            'files': 16,
             'link': '1 Gbit/s, 98 ms RTT', 'command': 'make transfer', 'finished': '2026-11-23 00:00 UTC',
             'ssh_window_ceiling_bps': round(transfer.window_ceiling_bps(transfer.SSH_WINDOW_BYTES, 98)),
             'methods': methods}
@@ -98,20 +109,27 @@ def result():
 
 def test_table_rows_and_markdown():
     rows = transfer.rows(result())
-    assert [r[0] for r in rows] == ['scp (OpenSSH)', 'rsync over SSH (OpenSSH)', 'rsync daemon, 1 stream',
-                                    'rsync daemon, 4 streams', 'HPN-SSH (hpnscp)']
+    assert [r[0] for r in rows] == ['scp (OpenSSH)', 'rsync over SSH (OpenSSH)', 'rsync over SSH, 8 streams',
+                                    'rsync daemon, 1 stream (cleartext)', 'rsync daemon, 4 streams (cleartext)',
+                                    'rsync daemon over TLS, 1 stream', 'rsync daemon over TLS, 4 streams',
+                                    'HPN-SSH (hpnscp)']
     assert rows[0][1:7] == ('150', '15 %', '160', '16 %', '165 / 176', 'no')
     assert rows[0][7] == 'SSH window ceiling 171 Mbit/s'
-    assert rows[2][1:5] == ('210', '21 %', '950', '95 %')
-    assert rows[3][6] == 'yes'
-    assert rows[4][1:7] == ('-', '-', '-', '-', '- / -', 'no') and 'no HPN-SSH package for Debian 12' in rows[4][7]
+    assert rows[2][7] == '8 x the SSH window ceiling = 1370 Mbit/s'
+    assert rows[3][1:5] == ('210', '21 %', '950', '95 %')
+    assert rows[4][6] == 'yes'
+    assert rows[5][1:5] == ('205', '20 %', '940', '94 %')
+    assert rows[5][7] == 'TLSv1.3 TLS_AES_256_GCM_SHA384, server certificate verified'
+    assert rows[6][7].endswith('server certificate NOT verified')
+    assert rows[7][1:7] == ('-', '-', '-', '-', '- / -', 'no') and 'no HPN-SSH package for Debian 12' in rows[7][7]
     text = transfer.table(result())
     assert text.splitlines()[0].split() == ['transport', 'stock', 'Mbit/s', 'stock', 'share', 'tuned', 'Mbit/s',
                                             'tuned', 'share', 'steady', 'stock', '/', 'tuned', 'CPU-bound']
     assert 'HPN-SSH (hpnscp): no HPN-SSH binary' in text
     md = transfer.markdown(result())
-    assert '| rsync daemon, 1 stream | 210 | 21 % | 950 | 95 % | 231 / 1045 | no |  |' in md
-    assert md.count('\n|') == 7          # header, rule, five transports
+    assert '| rsync daemon, 1 stream (cleartext) | 210 | 21 % | 950 | 95 % | 231 / 1045 | no |  |' in md
+    assert md.count('\n|') == 10 + 9     # header, rule, eight transports; then the CPU table: header, rule, seven
+    assert '| rsync daemon over TLS, 1 stream | ssh 0.10 | - |' in md
 
 
 def test_commands_name_the_transports():
@@ -123,7 +141,16 @@ def test_commands_name_the_transports():
     assert transfer.commands(lab, 'scp', 4).startswith('scp -q -r -o BatchMode=yes /srv/xfer/src root@198.18.0.2:')
     assert 'rsync://xfer@198.18.0.2/xfer/rsync_daemon/' in transfer.commands(lab, 'rsync_daemon', 4)
     parallel = transfer.commands(lab, 'rsync_daemon_parallel', 3)
-    assert parallel.count('--files-from=') == 3 and 'wait $p || rc=1' in parallel
+    assert parallel.count('--files-from=/srv/xfer/parts/3/') == 3 and 'wait $p || rc=1' in parallel
+    assert 'echo "stream 2 $s $(date +%s.%N)" >&2' in parallel
+    tls = transfer.commands(lab, 'rsync_tls', 4)
+    assert tls.startswith('RSYNC_SSL_CA_CERT=/etc/bdp-wan-tune/rsync-tls-client/ca.crt '
+                          'RSYNC_SSL_CERT=/etc/bdp-wan-tune/rsync-tls-client/host.crt '
+                          'RSYNC_SSL_KEY=/etc/bdp-wan-tune/rsync-tls-client/host.key RSYNC_SSL_PORT=874 ')
+    assert 'rsync-ssl --type=openssl -a --password-file=' in tls and tls.endswith('rsync://xfer@198.18.0.2/xfer/rsync_tls/')
+    assert transfer.commands(lab, 'rsync_tls_parallel', 4).count('rsync-ssl ') == 4
+    ssh = transfer.commands(lab, 'rsync_ssh_parallel', 4, ssh_streams=8)
+    assert ssh.count('--files-from=/srv/xfer/parts/8/') == 8 and 'root@198.18.0.2:/srv/xfer/in/rsync_ssh_parallel/' in ssh
     with pytest.raises(ValueError):
         transfer.commands(lab, 'ftp', 1)
 
@@ -135,8 +162,10 @@ def test_size_and_streams_are_checked():
         wanlab.parse_bytes('2 gallons', '--size')
     with pytest.raises(SystemExit):
         transfer.parse_args(['--streams', '0'])
+    with pytest.raises(SystemExit):
+        transfer.parse_args(['--ssh-streams', '65'])
     assert transfer.parse_args(['--size', '400m']).command == \
-        'make transfer RATE=1g RTT=98 LOSS=0 MTU=9000 SIZE=400m STREAMS=4'
+        'make transfer RATE=1g RTT=98 LOSS=0 MTU=9000 SIZE=400m STREAMS=4 SSH_STREAMS=8'
 
 
 def test_steady_bps_is_the_best_rate_over_the_window():
@@ -158,3 +187,22 @@ def test_sampler_reads_bytes_acked_from_ss():
             '\t bbr wscale:11,11 rto:304 bytes_acked:229 bytes_received:200\n')
     regex = transfer.SAMPLER.split("re.findall(r'")[1].split("', text)")[0]
     assert re.findall(regex, text) == [('198.18.0.1:50410', '825948006'), ('198.18.0.1:50412', '229')]
+
+
+def test_tls_session_from_s_client_brief():
+    one = ('verify depth is 4\nCONNECTION ESTABLISHED\nProtocol version: TLSv1.3\nCiphersuite: TLS_AES_256_GCM_SHA384\n'
+           'Peer certificate: CN = receiver\nVerification: OK\nVerified peername: 198.18.0.2\n')
+    assert transfer.tls_session(one) == TLS
+    four = transfer.tls_session(one * 4)
+    assert four['sessions'] == 4 and four['verified'] is True and four['protocol'] == 'TLSv1.3'
+    failed = one * 3 + one.replace('Verification: OK', 'Verification error: unable to get local issuer certificate')
+    assert transfer.tls_session(failed)['verified'] is False
+    assert transfer.tls_session(one + one.replace('TLSv1.3', 'TLSv1.2'))['protocol'] == 'TLSv1.3 TLSv1.2'
+    assert transfer.tls_session('rsync: connection refused\n') is None
+
+
+def test_stream_times_and_file_counts_for_both_stream_numbers():
+    err = 'stream 1 100.5 110.0\nrsync: noise\nstream 0 100.25 109.5\n'
+    assert transfer.stream_times(err, 100.0) == [[0.25, 9.5], [0.5, 10.0]]
+    assert transfer.lcm([4, 8]) == 8 and transfer.lcm([3, 8]) == 24 and transfer.lcm([4]) == 4
+    assert transfer.file_count(400 * 10 ** 6, transfer.lcm([4, 8])) == 8
