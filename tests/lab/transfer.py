@@ -249,8 +249,8 @@ def rows(result):
                 result['ssh_streams'], _mbit(result['ssh_streams'] * result['ssh_window_ceiling_bps']))
         if entry.get('tls') and not note:
             tls = entry['tls']
-            note = '%s %s, server certificate %s' % (tls['protocol'], tls['cipher'],
-                                                      'verified' if tls['verified'] else 'NOT verified')
+            note = '%s %s, server certificate %s' % (
+                tls['protocol'], tls['cipher'], 'verified' if tls['verified'] else 'NOT verified')
         out.append((label(method, result), _mbit(entry['stock_bps']),
                     _share(entry['stock_bps'], result['rate_bps']), _mbit(entry['tuned_bps']),
                     _share(entry['tuned_bps'], result['rate_bps']), _steady(entry),

@@ -95,7 +95,7 @@ def compare(suite):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n', maxsplit=1)[0])
     parser.add_argument('--write', action='store_true', help='record the result in %s' % FIXTURE)
     parser.add_argument('suites', nargs='*', default=['bookworm', 'trixie'])
     args = parser.parse_args(argv)

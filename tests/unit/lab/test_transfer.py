@@ -76,8 +76,8 @@ def test_summarize_method():
 TLS = {'protocol': 'TLSv1.3', 'cipher': 'TLS_AES_256_GCM_SHA384', 'verified': True, 'sessions': 1}
 
 
-def tls_run(bps, tls=TLS):
-    return dict(run(bps), tls=tls)
+def tls_run(bps, tls=None):
+    return dict(run(bps), tls=tls or TLS)
 
 
 def result():
