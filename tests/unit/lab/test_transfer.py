@@ -43,6 +43,15 @@ def test_file_sizes_add_up():
     assert transfer.file_sizes(3, 8) == [1, 1, 1]
 
 
+def test_split_streams_balances_bytes_and_keeps_every_file():
+    files = [('a', 100), ('b', 90), ('c', 10), ('d', 10), ('e', 5)]
+    groups = transfer.split_streams(files, 2)
+    assert sorted(sum(groups, [])) == ['a', 'b', 'c', 'd', 'e']
+    loads = [sum(dict(files)[name] for name in group) for group in groups]
+    assert max(loads) - min(loads) <= 5, groups
+    assert transfer.split_streams(files[:2], 4) == [['a'], ['b']]       # no empty stream
+
+
 def test_cpu_usage_counts_new_processes_from_zero_and_ignores_idle_ones():
     sample = {'clk_tck': 100,
               'first': {'1': ['systemd', 500], '40': ['sshd', 10]},
@@ -132,18 +141,16 @@ def test_commands_name_the_transports():
     assert transfer.commands(lab, 'scp', 4).startswith('scp -q -r -o BatchMode=yes /srv/xfer/src root@198.18.0.2:')
     assert 'rsync://xfer@198.18.0.2/xfer/rsync_daemon/' in transfer.commands(lab, 'rsync_daemon', 4)
     parallel = transfer.commands(lab, 'rsync_daemon_parallel', 3)
-    assert parallel.startswith("cd /srv/xfer/src && ls | xargs -P 3 -I{} sh -c 's=$(date +%s.%N); rsync -a ")
-    assert '"$1" rsync://xfer@198.18.0.2/xfer/rsync_daemon_parallel/; rc=$?; ' in parallel
-    assert parallel.endswith('echo "job $1 $s $(date +%s.%N)" >&2; exit $rc' + "' job {}")
+    assert parallel.count('--files-from=/srv/xfer/parts/3/') == 3 and 'wait $p || rc=1' in parallel
+    assert 'echo "stream 2 $s $(date +%s.%N)" >&2' in parallel
     tls = transfer.commands(lab, 'rsync_tls', 4)
     assert tls.startswith('RSYNC_SSL_CA_CERT=/etc/bdp-wan-tune/rsync-tls-client/ca.crt '
                           'RSYNC_SSL_CERT=/etc/bdp-wan-tune/rsync-tls-client/host.crt '
                           'RSYNC_SSL_KEY=/etc/bdp-wan-tune/rsync-tls-client/host.key RSYNC_SSL_PORT=874 ')
     assert 'rsync-ssl --type=openssl -a --password-file=' in tls and tls.endswith('rsync://xfer@198.18.0.2/xfer/rsync_tls/')
-    tls_parallel = transfer.commands(lab, 'rsync_tls_parallel', 4)
-    assert 'xargs -P 4 ' in tls_parallel and 'RSYNC_SSL_PORT=874 ' in tls_parallel and "'" not in tls
+    assert transfer.commands(lab, 'rsync_tls_parallel', 4).count('rsync-ssl ') == 4
     ssh = transfer.commands(lab, 'rsync_ssh_parallel', 4, ssh_streams=8)
-    assert 'xargs -P 8 ' in ssh and '"$1" root@198.18.0.2:/srv/xfer/in/rsync_ssh_parallel/;' in ssh
+    assert ssh.count('--files-from=/srv/xfer/parts/8/') == 8 and 'root@198.18.0.2:/srv/xfer/in/rsync_ssh_parallel/' in ssh
     with pytest.raises(ValueError):
         transfer.commands(lab, 'ftp', 1)
 
@@ -194,8 +201,8 @@ def test_tls_session_from_s_client_brief():
     assert transfer.tls_session('rsync: connection refused\n') is None
 
 
-def test_job_times_and_file_counts_for_both_stream_numbers():
-    err = 'job f001.bin 100.5 110.0\nrsync: noise\njob f000.bin 100.25 109.5\n'
-    assert transfer.job_times(err, 100.0) == {'f000.bin': [0.25, 9.5], 'f001.bin': [0.5, 10.0]}
+def test_stream_times_and_file_counts_for_both_stream_numbers():
+    err = 'stream 1 100.5 110.0\nrsync: noise\nstream 0 100.25 109.5\n'
+    assert transfer.stream_times(err, 100.0) == [[0.25, 9.5], [0.5, 10.0]]
     assert transfer.lcm([4, 8]) == 8 and transfer.lcm([3, 8]) == 24 and transfer.lcm([4]) == 4
     assert transfer.file_count(400 * 10 ** 6, transfer.lcm([4, 8])) == 8
