@@ -68,7 +68,7 @@ lab() {
     python -m pytest tests/integration/test_rollout_lab.py -q
     stage "WAN lab: playbooks/verify.yml before (stock, fails) and after tuning (passes), report with the baseline"
     python -m pytest tests/integration/test_lab_verify.py -q
-    stage "WAN lab: transfers stock vs tuned, 400 MB (scp and rsync over SSH at the 2 MiB window, rsync daemon >= 3 x scp)"
+    stage "WAN lab: transfers stock vs tuned, 400 MB (scp at the 2 MiB window; the rsync daemon, cleartext and TLS 1.3, >= 3 x scp)"
     python -m pytest tests/integration/test_transfer_lab.py -q
 }
 
