@@ -3,10 +3,12 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Action plugin for ``bdp.wan_tune.rsync_daemon_config``: the passwords never become module arguments.
 
-The task's ``users`` ({name, password}) are checked here (module_utils/rsyncd.py, no password in any message), the
-secrets file (``user:password`` lines) is rendered here and handed to the module in a file
-(plugins/plugin_utils/secret_transfer.py).  The module receives the user names and the file's path only, so no
-password can reach the host's journal ("Invoked with"), the task result or -vvv, whatever characters it holds.
+The daemon's settings are the host's variables ``rsync_daemon_<key>`` for every key of module_utils/rsyncd.py
+SETTINGS (the one list), collected here, with the task's own ``settings`` over them.  The users ({name, password})
+are checked here (no password in any message), the secrets file (``user:password`` lines) is rendered here and
+handed to the module in a file (plugins/plugin_utils/secret_transfer.py).  The module receives the user names and
+the file's path only, so no password can reach the host's journal ("Invoked with"), the task result or -vvv,
+whatever characters it holds.
 """
 
 from ansible.plugins.action import ActionBase
@@ -14,13 +16,17 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.bdp.wan_tune.plugins.module_utils import rsyncd
 from ansible_collections.bdp.wan_tune.plugins.plugin_utils import secret_transfer
 
+FAILED = 'The rsync daemon settings are not usable (nothing was changed):\n'
 
-def module_args(args, secrets_src=None):
-    """The module's arguments: the task's, with the users reduced to their names and the secrets file's path."""
-    out = dict((key, value) for key, value in args.items() if key not in ('users', 'secrets_src'))
-    users = args.get('users') or []
-    out['users'] = [{'name': user.get('name')} if isinstance(user, dict) else {'name': None} for user in users] \
-        if isinstance(users, (list, tuple)) else []
+
+def module_args(args, settings=None, secrets_src=None):
+    """The module's arguments: the task's, with the settings (users reduced to their names) and the secrets file."""
+    out = dict((key, value) for key, value in args.items() if key not in ('settings', 'secrets_src'))
+    if settings is not None:
+        out['settings'] = dict(settings)
+        users = settings.get('users') or []
+        out['settings']['users'] = [{'name': user.get('name')} if isinstance(user, dict) else {'name': None}
+                                    for user in users] if isinstance(users, (list, tuple)) else []
     if secrets_src is not None:
         out['secrets_src'] = secrets_src
     return out
@@ -30,24 +36,36 @@ class ActionModule(ActionBase):
 
     TRANSFERS_FILES = True
 
+    def settings(self, given, task_vars):
+        """(settings, problems): the host's rsync_daemon_<key> variables of rsyncd.SETTINGS, the task's over them."""
+        if not isinstance(given, dict) or set(given) - set(rsyncd.SETTINGS):
+            return None, ['settings: %s; expected a mapping with the keys %s only.' % (
+                'has the unknown keys %s' % ', '.join(sorted(set(given) - set(rsyncd.SETTINGS)))
+                if isinstance(given, dict) else 'is not a mapping', ', '.join(rsyncd.SETTINGS))]
+        settings = dict((key, self._templar.template(task_vars[rsyncd.PREFIX + key])) for key in rsyncd.SETTINGS
+                        if rsyncd.PREFIX + key in task_vars and key not in given)
+        settings.update(given)
+        return settings, []
+
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         del tmp
         args = dict(self._task.args)
         if args.get('secrets_src') is not None:
             result.update(failed=True, msg='secrets_src is set by the action plugin itself; give the passwords in '
-                          'users ({name, password}).')
+                          'rsync_daemon_users ({name, password}).')
             return result
         if args.get('state', 'present') != 'present':
             return self._run(result, module_args(args), task_vars)
-        secrets, problems = rsyncd.check_users(args.get('users') or [], 'users')
+        settings, problems = self.settings(args.get('settings') or {}, task_vars or {})
+        if not problems:
+            secrets, problems = rsyncd.check_users(settings.get('users') or [])
         if problems:
-            result.update(failed=True, msg='The rsync daemon settings are not usable (nothing was changed):\n'
-                          + '\n'.join('- ' + item for item in problems))
+            result.update(failed=True, msg=FAILED + '\n'.join('- ' + item for item in problems))
             return result
         try:
             remote = secret_transfer.transfer(self, rsyncd.render_secrets(secrets), 'rsyncd.secrets')
-            return self._run(result, module_args(args, remote), task_vars)
+            return self._run(result, module_args(args, settings, remote), task_vars)
         finally:
             secret_transfer.finish(self)
 

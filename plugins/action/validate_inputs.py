@@ -32,6 +32,7 @@ from ansible_collections.bdp.wan_tune.plugins.module_utils import linkmtu as _li
 from ansible_collections.bdp.wan_tune.plugins.module_utils import pathprobe as _pathprobe
 from ansible_collections.bdp.wan_tune.plugins.module_utils import hpnssh as _hpnssh
 from ansible_collections.bdp.wan_tune.plugins.module_utils import rsyncd as _rsyncd
+from ansible_collections.bdp.wan_tune.plugins.module_utils import rsynctls as _rsynctls
 from ansible_collections.bdp.wan_tune.plugins.plugin_utils import tls_ca as _tls_ca
 
 ROLES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), 'roles')
@@ -541,9 +542,9 @@ def check_host(variables, tcp_buffers=True, jumbo_mtu=True, play_peers=None, spe
                         'would serve nothing; expected the modules of this receiving host in rsync_daemon_modules, or '
                         'rsync_daemon_state left unset (a host without modules is left alone).')
     elif values.get('rsync_daemon') and role_state('rsync_daemon') == 'present' and rsync_modules != []:
-        settings = dict((var[len('rsync_daemon_'):], raw[var]) for var in raw
-                        if var.startswith('rsync_daemon_') and values.get(var) is not None)
-        if len(settings) == len([var for var in raw if var.startswith('rsync_daemon_')]):
+        variables = [_rsyncd.PREFIX + key for key in _rsyncd.SETTINGS + _rsynctls.SETTINGS]
+        settings = dict((var[len(_rsyncd.PREFIX):], raw[var]) for var in variables if var in raw)
+        if all(values.get(var) is not None for var in variables if var in raw):
             problems.extend(_rsyncd.check(settings)[1])
             problems.extend(_tls_ca.problems(settings))
     # hpn_ssh: the role's own rules (module_utils/hpnssh.py: port 22, sources, files with checksums, repository keys).

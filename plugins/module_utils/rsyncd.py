@@ -2,8 +2,9 @@
 # Copyright: (c) 2026, bdp.wan_tune contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The rsync daemon's configuration: checking the inputs, rendering rsyncd.conf and the secrets file, and judging the
-installed rsync against the 2024-2025 CVEs.  Pure functions, shared by the filter ``rsync_daemon_problems`` (on the
-controller, before any host changes) and the module ``rsync_daemon_config`` (on the host, before it writes).
+installed rsync against the 2024-2025 CVEs.  Shared by the filter ``rsync_daemon_problems`` and the action plugin
+``validate_inputs`` (on the controller, before any host changes) and the module ``rsync_daemon_config`` (on the host,
+before it writes).  Pure functions, but for ``version_at_least``, which asks the host's package manager.
 """
 
 import re
@@ -11,6 +12,12 @@ import re
 from ansible_collections.bdp.wan_tune.plugins.module_utils import ipnet
 from ansible_collections.bdp.wan_tune.plugins.module_utils.bdp import read_bool
 
+# The daemon's settings, the one list of them: the role's variables rsync_daemon_<key>.  The action plugin
+# rsync_daemon_config collects them from the host's variables and hands them to the module in its option settings;
+# validate_inputs and the filter rsync_daemon_problems check them with check() below.
+PREFIX = 'rsync_daemon_'
+SETTINGS = ('modules', 'users', 'address', 'port', 'streams', 'socket_options', 'auth_digest', 'hosts_allow',
+            'allow_self')
 # Module paths below these are read-only for Debian's rsync.service (ProtectSystem=full).
 PROTECTED_DIRS = ('/usr', '/etc', '/boot')
 MODULE_KEYS = ('name', 'path', 'comment', 'read_only', 'auth_users', 'hosts_allow', 'uid', 'gid', 'numeric_ids',
@@ -318,14 +325,12 @@ def check_users(users, name='rsync_daemon_users'):
 def check(settings, names=None, passwords=True):
     """(plan, problems) for the daemon's settings.
 
-    ``settings``: modules, users, address, port, streams, socket_options, auth_digest, hosts_allow, allow_self (the
-    role's variables without the prefix).  ``names``: how each is called in messages (the role's variable names).
+    ``settings``: the keys of SETTINGS (the role's variables without the prefix); others are not read.
+    ``names``: how each is called in messages (the role's variable names).
     ``plan`` is None when there is any problem; otherwise the normalised settings the renderer takes.
     ``passwords`` False: the users carry their names only (the module on the host); plan['users'] maps them to None.
     """
-    keys = ('modules', 'users', 'address', 'port', 'streams', 'socket_options', 'auth_digest', 'hosts_allow',
-            'allow_self')
-    names = dict(dict((key, 'rsync_daemon_' + key) for key in keys), **(names or {}))
+    names = dict(dict((key, PREFIX + key) for key in SETTINGS), **(names or {}))
     problems = Problems()
     scalars = _check_scalars(problems, settings, names)
     secrets = _check_users(problems, settings.get('users'), names['users'], passwords)
@@ -458,70 +463,23 @@ def restart_needed(old_text, new_text):
 
 # ----------------------------------------------------------------------------- versions and CVEs
 
-def _order(char):
-    """dpkg's order of a character in the non-digit part: ~ before everything, then the end, letters, the rest."""
-    if char == '~':
-        return -1
-    if char.isdigit():
-        return 0
-    if char.isalpha():
-        return ord(char)
-    return ord(char) + 256
+# What rpm's vercmp is handed: version characters only (it is written into a Lua expression).
+RPM_VERSION_RE = re.compile(r'^[0-9A-Za-z.:+~^_-]+$')
 
 
-def _compare_part(a, b):
-    """dpkg's verrevcmp() for an upstream version or a revision."""
-    i = j = 0
-    while i < len(a) or j < len(b):
-        first_diff = 0
-        while (i < len(a) and not a[i].isdigit()) or (j < len(b) and not b[j].isdigit()):
-            ac = _order(a[i]) if i < len(a) else 0
-            bc = _order(b[j]) if j < len(b) else 0
-            if ac != bc:
-                return -1 if ac < bc else 1
-            i += 1
-            j += 1
-        while i < len(a) and a[i] == '0':
-            i += 1
-        while j < len(b) and b[j] == '0':
-            j += 1
-        while i < len(a) and a[i].isdigit() and j < len(b) and b[j].isdigit():
-            if not first_diff:
-                first_diff = ord(a[i]) - ord(b[j])
-            i += 1
-            j += 1
-        if i < len(a) and a[i].isdigit():
-            return 1
-        if j < len(b) and b[j].isdigit():
-            return -1
-        if first_diff:
-            return -1 if first_diff < 0 else 1
-    return 0
-
-
-def split_debian(version):
-    """(epoch, upstream, revision) of a Debian version: '1:3.2.7-1+deb12u1' -> (1, '3.2.7', '1+deb12u1')."""
-    version = version.strip()
-    epoch = 0
-    if ':' in version:
-        head, version = version.split(':', 1)
-        if not head.isdigit():
-            raise ValueError('bad epoch in Debian version %r' % version)
-        epoch = int(head)
-    upstream, revision = (version.rsplit('-', 1) + [''])[:2] if '-' in version else (version, '')
-    if not upstream or not upstream[0].isdigit():
-        raise ValueError('a Debian version starts with a digit: %r' % version)
-    return epoch, upstream, revision
-
-
-def compare_debian(version, other):
-    """-1, 0 or 1 as dpkg --compare-versions orders the Debian versions ``version`` and ``other`` (epochs, ~,
-    revisions)."""
-    epoch, upstream, revision = split_debian(version)
-    other_epoch, other_upstream, other_revision = split_debian(other)
-    if epoch != other_epoch:
-        return -1 if epoch < other_epoch else 1
-    return _compare_part(upstream, other_upstream) or _compare_part(revision, other_revision)
+def version_at_least(module, version, floor):
+    """Whether ``version`` is ``floor`` or later as the host's package manager orders versions (epochs, ~,
+    revisions): ``dpkg --compare-versions``, or rpm's vercmp on a host without dpkg.  None when neither can tell."""
+    dpkg = module.get_bin_path('dpkg')
+    if dpkg:
+        rc, dummy, dummy = module.run_command([dpkg, '--compare-versions', version, 'ge', floor])
+        return {0: True, 1: False}.get(rc)      # 2: a version dpkg cannot read
+    rpm = module.get_bin_path('rpm')
+    if rpm and RPM_VERSION_RE.match(version) and RPM_VERSION_RE.match(floor):
+        rc, out, dummy = module.run_command([rpm, '--eval', '%%{lua: print(rpm.vercmp("%s", "%s"))}' % (version, floor)])
+        if rc == 0 and out.strip() in ('-1', '0', '1'):
+            return int(out.strip()) >= 0
+    return None
 
 
 def upstream_version(version_output):
@@ -536,33 +494,32 @@ def auth_list(version_output):
     return match.group(1).split() if match else []
 
 
-def cve_status(upstream, package=None, os_id=None, os_version=None, changelog=''):
+def cve_status(upstream, package=None, os_id=None, os_version=None, changelog='', at_least=None):
     """Whether the installed rsync has the fixes for the 2024-2025 CVEs (CVE-2024-12084 to 12088, CVE-2024-12747).
 
     Fixed when: the upstream version is 3.4.0 or later; or the distribution package is at least the known backport
-    of its release (Debian 12: 3.2.7-1+deb12u1, compared as dpkg does); or the package changelog names every CVE.
+    of its release (Debian 12: 3.2.7-1+deb12u1); or the package changelog names every CVE.  ``at_least(version,
+    floor)``: True, False or None (cannot tell), the host's own ordering (version_at_least).
     Returns {'fixed': True/False/None, 'reason': text}; None when the version is unknown.
     """
-    if upstream:
-        try:
-            if compare_debian(upstream, FIRST_FIXED_UPSTREAM) >= 0:
-                return {'fixed': True, 'reason': 'upstream %s is %s or later, the first release with the fixes'
-                        % (upstream, FIRST_FIXED_UPSTREAM)}
-        except ValueError:
-            pass
+    at_least = at_least or (lambda version, floor: None)
+    newer = upstream and at_least(upstream, FIRST_FIXED_UPSTREAM)
+    if newer:
+        return {'fixed': True, 'reason': 'upstream %s is %s or later, the first release with the fixes'
+                % (upstream, FIRST_FIXED_UPSTREAM)}
     backport = BACKPORTS.get(((os_id or '').lower(), (os_version or '').split('.')[0]))
-    if backport and package:
-        try:
-            if compare_debian(package, backport) >= 0:
-                return {'fixed': True, 'reason': 'package %s is at least %s, the %s %s security update with the '
-                        'backported fixes' % (package, backport, os_id, os_version)}
-        except ValueError:
-            pass
+    patched = backport and package and at_least(package, backport)
+    if patched:
+        return {'fixed': True, 'reason': 'package %s is at least %s, the %s %s security update with the '
+                'backported fixes' % (package, backport, os_id, os_version)}
     missing = [cve for cve in CVES if cve not in (changelog or '')]
     if package and changelog and not missing:
         return {'fixed': True, 'reason': 'the changelog of package %s names all of %s' % (package, ', '.join(CVES))}
     if not upstream and not package:
         return {'fixed': None, 'reason': 'the rsync version is unknown'}
+    if (upstream and newer is None) or (backport and package and patched is None):
+        return {'fixed': None, 'reason': 'rsync %s%s: the host\'s package manager (dpkg or rpm) could not order the '
+                'versions' % (upstream or '?', ' (package %s)' % package if package else '')}
     return {'fixed': False, 'reason': (
         'rsync %s%s predates the fixes for %s (first fixed upstream release %s%s); update rsync from the '
         'distribution\'s security updates' % (

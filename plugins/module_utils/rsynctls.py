@@ -20,6 +20,9 @@ import re
 
 from ansible_collections.bdp.wan_tune.plugins.module_utils.rsyncd import Problems, to_int
 
+# The TLS settings (the role's variables rsync_daemon_<key>) that check() and plugin_utils/tls_ca.py problems() read,
+# besides the daemon's port (rsyncd.SETTINGS).
+SETTINGS = ('transport', 'tls_port', 'tls_names', 'tls_days', 'tls_ca_cert', 'tls_ca_key', 'tls_ca_dir')
 TRANSPORTS = ('tls', 'plain', 'both')
 TRANSPORT_HELP = ('tls (default: stunnel on the TLS port in front of rsync, nothing on the plain port), plain (the '
                   'cleartext daemon only) or both')

@@ -13,7 +13,7 @@ description:
     anything when one is not usable; also fails when a module path is not a directory on the host.
   - "Writes O(conf_path) with secure defaults: C(use chroot), C(list = no), C(reverse lookup = no), C(read only) unless
     a module says otherwise, C(hosts allow) and C(hosts deny = *) for every module, C(max connections) of at least
-    O(streams), and C(auth digest) only where the installed rsync knows it and offers the digest."
+    the planned streams (C(streams)), and C(auth digest) only where the installed rsync knows it and offers the digest."
   - Writes O(secrets_path) (root, mode 0600 from its first byte); its content never appears in a diff, the result or
     the host's log. The passwords are never module arguments. The action plugin of the same name renders the secrets
     file on the controller and hands it to the module in a file in Ansible's private remote tmp dir (O(secrets_src));
@@ -22,7 +22,8 @@ description:
     service was enabled and active, in O(state_dir). O(state=absent) puts them back (or removes the files the module
     created) and reports the service's earlier state.
   - Reports the installed rsync (upstream and package version) and whether it has the fixes for CVE-2024-12084 to
-    CVE-2024-12088 and CVE-2024-12747, taking the distribution's backports into account; warns when it has not.
+    CVE-2024-12088 and CVE-2024-12747, taking the distribution's backports into account (versions ordered by the
+    host's C(dpkg --compare-versions), or rpm's vercmp on a host without dpkg); warns when it has not.
   - RV(restart_needed) says whether a setting the daemon reads only at start-up (port, address, socket options)
     changed; modules are read again on every connection.
 author:
@@ -33,64 +34,25 @@ options:
     type: str
     choices: [present, absent]
     default: present
-  modules:
-    description: The modules, as the role's C(rsync_daemon_modules).
-    type: list
-    elements: raw
-    default: []
-  users:
-    description: The users and their passwords, as the role's C(rsync_daemon_users). The action plugin checks them
-      on the controller, writes the secrets file from them and passes the module the names only.
-    type: list
-    elements: dict
-    default: []
-    suboptions:
-      name:
-        description: The user name.
-        type: str
-        required: true
-      password:
-        description: The password; never shown, never a module argument (the module refuses one).
-        type: str
+  settings:
+    description:
+      - The daemon's settings, keyed as the role's variables without the prefix C(rsync_daemon_), for example
+        C(modules) for C(rsync_daemon_modules); P(bdp.wan_tune.rsync_daemon#role) documents each. The action plugin
+        takes every one that is not given here from the host's variable (the list is C(SETTINGS) in
+        C(module_utils/rsyncd.py)), so the role passes none.
+      - The passwords of C(users) (V({name, password})) are checked on the controller and written into the secrets
+        file there; the module receives the user names only, and refuses a password.
+    type: dict
+    default: {}
   secrets_src:
     description: Internal, set by the action plugin; the rendered secrets file in Ansible's remote tmp dir, removed
       by the module. Setting it in a task is refused.
     type: path
-  address:
-    description: The address to listen on, or V(all).
-    type: str
-    default: all
-  port:
-    description: The TCP port.
-    type: int
-    default: 873
-  streams:
-    description: The planned parallel streams; the lowest C(max connections) of a module.
-    type: int
-    default: 4
-  hosts_allow:
-    description: Hosts allowed for modules that give no C(hosts_allow); addresses and networks only (CIDR, or an
-      IPv4 dotted netmask), as the role's C(rsync_daemon_hosts_allow).
-    type: list
-    elements: str
-    default: []
-  allow_self:
-    description: Also allow the host itself (127.0.0.1 and ::1, or the bound address) in every module, for the
-      verification.
-    type: bool
-    default: true
-  socket_options:
-    description: rsync C(socket options); SO_SNDBUF and SO_RCVBUF are refused.
-    type: str
-    default: ''
-  auth_digest:
-    description: The weakest digest accepted for authentication (C(auth digest)); empty for no floor. Written only
-      where the installed rsync supports the parameter and offers the digest.
-    type: str
-    default: sha256
   transport:
-    description: V(tls) (stunnel starts the daemon for each TLS connection; nothing listens on O(port)), V(plain) or
-      V(both); only the comment at the top of the file says which.
+    description: V(tls) (stunnel starts the daemon for each TLS connection; nothing listens on the plain port),
+      V(plain) or V(both). The comment at the top of the file says which; with V(tls) and V(both) the host itself
+      is allowed in every module, as behind stunnel every client is 127.0.0.1 to rsync (the source rule holds in
+      stunnel).
     type: str
     choices: [tls, plain, both]
     default: plain
@@ -126,19 +88,24 @@ notes:
 """
 
 EXAMPLES = r"""
-- name: Write the daemon's configuration
+- name: Write the daemon's configuration from the host's rsync_daemon_* variables
   bdp.wan_tune.rsync_daemon_config:
-    modules:
-      - name: incoming
-        path: /srv/incoming
-        read_only: false
-        auth_users: [migrate]
-        hosts_allow: [198.18.3.0/24]
-    users:
-      - name: migrate
-        password: "{{ vault_rsync_password }}"
-    streams: 8
+    transport: tls
   register: rsync_daemon_result
+
+- name: The same with settings of the task's own (the others still from the host's variables)
+  bdp.wan_tune.rsync_daemon_config:
+    settings:
+      modules:
+        - name: incoming
+          path: /srv/incoming
+          read_only: false
+          auth_users: [migrate]
+          hosts_allow: [198.18.3.0/24]
+      users:
+        - name: migrate
+          password: "{{ vault_rsync_password }}"
+      streams: 8
 """
 
 RETURN = r"""
@@ -263,7 +230,7 @@ def installed(module, os_info):
             rc, out, err = module.run_command([rpm, '-q', '--changelog', 'rsync'])
             changelog = out if rc == 0 else ''
     cve = rsyncd.cve_status(info['upstream'], info['package'], os_info.get('ID'), os_info.get('VERSION_ID'),
-                            changelog)
+                            changelog, lambda version, floor: rsyncd.version_at_least(module, version, floor))
     cve['cves'] = list(rsyncd.CVES)
     return info, cve
 
@@ -299,9 +266,7 @@ def copy_file(module, src, dest):
 
 def present(module, params, result, secrets):
     """``secrets``: the secrets file's bytes, as the action plugin rendered them."""
-    plan, problems = rsyncd.check(dict((key, params[key]) for key in (
-        'modules', 'users', 'address', 'port', 'streams', 'socket_options', 'auth_digest', 'hosts_allow',
-        'allow_self')), passwords=False)
+    plan, problems = rsyncd.check(params['settings'], passwords=False)
     if problems:
         module.fail_json(msg='The rsync daemon settings are not usable (nothing was changed):\n'
                          + '\n'.join('- ' + item for item in problems), **result)
@@ -310,6 +275,8 @@ def present(module, params, result, secrets):
         module.fail_json(msg='Module paths that are not directories on this host: %s. Create them (owned by the '
                          "module's uid/gid for a writable module) first; nothing was changed." % ', '.join(missing),
                          **result)
+    # behind stunnel every client is 127.0.0.1 to rsync: the TLS daemon needs it in every module
+    plan['allow_self'] = plan['allow_self'] or params['transport'] != 'plain'
     version = result['version']
     digest, note = plan['auth_digest'], ''
     if digest and not version['auth_digest_supported']:
@@ -392,19 +359,10 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             state=dict(type='str', choices=['present', 'absent'], default='present'),
-            modules=dict(type='list', elements='raw', default=[]),
-            # The names only: the passwords come in secrets_src (the action plugin); one given here is refused.
-            users=dict(type='list', elements='dict', default=[], options=dict(
-                name=dict(type='str', required=True),
-                password=dict(type='str', no_log=True))),
+            # rsyncd.SETTINGS, as the action plugin collects them; the users by name only (the passwords come in
+            # secrets_src, a password given here is refused)
+            settings=dict(type='dict', default={}),
             secrets_src=dict(type='path'),
-            address=dict(type='str', default='all'),
-            port=dict(type='int', default=873),
-            streams=dict(type='int', default=4),
-            hosts_allow=dict(type='list', elements='str', default=[]),
-            allow_self=dict(type='bool', default=True),
-            socket_options=dict(type='str', default=''),
-            auth_digest=dict(type='str', default='sha256', no_log=False),
             transport=dict(type='str', choices=['tls', 'plain', 'both'], default='plain'),
             tls_port=dict(type='int', default=874),
             conf_path=dict(type='path', default='/etc/rsyncd.conf'),
@@ -418,8 +376,9 @@ def main():
     params = module.params
     # Taken (and removed from the remote tmp dir) first, so that it is gone whatever happens next.
     secrets = files.take_secret(params['secrets_src']) if params['secrets_src'] else None
-    if any(user.get('password') is not None for user in params['users']):
-        module.fail_json(msg='users: a password reached the module as an argument; only the action plugin '
+    users = params['settings'].get('users')
+    if isinstance(users, list) and any(isinstance(user, dict) and 'password' in user for user in users):
+        module.fail_json(msg='settings.users: a password reached the module as an argument; only the action plugin '
                          'bdp.wan_tune.rsync_daemon_config may call it (it hands the passwords over in a file). '
                          'Nothing was changed.')
     version, cve = installed(module, os_release())

@@ -11,17 +11,15 @@ import uuid
 
 import pytest
 import testinfra
+import yaml
 
 PASSWORD = 'molecule-Test-pw-7'
-# As in molecule.yml (issue 15: a backslash or both quotes escaped in the logged repr defeated no_log's masking).
-AWKWARD = {
-    'back': 'QaBack\\slash9',
-    'quotes': 'both\'and"quotes9',
-    'percent': '100%sure%d%%9',
-    'unicode': 'pässwört-密码-9',
-    'shell': '$(touch /tmp/bdp-pwned)`id`9',
-    'spaces': 'with spaces  inside 9',
-}
+# As molecule.yml reads them (issue 15: a backslash or both quotes escaped in the logged repr defeated no_log's
+# masking): the unit tests' awkward passwords, one file for both.
+FIXTURE = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'tests', 'unit', 'fixtures', 'rsync',
+                       'awkward_passwords.yml')
+with open(FIXTURE, encoding='utf-8') as _handle:
+    AWKWARD = dict((user['name'], user['password']) for user in yaml.safe_load(_handle))
 USERS = dict(AWKWARD, migrate=PASSWORD)
 # Where a host keeps logs, state and temporary files (the secrets file itself is the one allowed place).
 SEARCHED = ['/etc', '/var', '/tmp', '/root', '/home', '/srv', '/run', '/opt', '/usr/local']
@@ -59,7 +57,7 @@ def test_config(host):
     assert 'Reached only over TLS: stunnel on port 874' in text
     for line in ('use chroot = yes', 'list = no', 'reverse lookup = no', 'read only = yes',
                  'hosts deny = *', 'secrets file = /etc/rsyncd.secrets', '[incoming]', '    read only = no',
-                 '    auth users = migrate, back, quotes, percent, unicode, shell, spaces',
+                 '    auth users = ' + ', '.join(['migrate'] + list(AWKWARD)),
                  '    hosts allow = 198.18.3.0/24 127.0.0.1 ::1', '    uid = xfer',
                  '    max connections = 8', '[pub]'):
         assert line + '\n' in text, line

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, bdp.wan_tune contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""module_utils/rsyncd.py: the daemon's input checks, rsyncd.conf, Debian version order and the CVE verdict."""
+"""module_utils/rsyncd.py: the daemon's input checks, rsyncd.conf, the host's version order and the CVE verdict."""
 
 from __future__ import annotations
 
@@ -161,35 +161,60 @@ def test_restart_only_for_start_up_settings():
     assert rsyncd.restart_needed(None, old)
 
 
-# Pairs with the order dpkg gives them (-1: a < b).
-DEBIAN_ORDER = [
-    ('3.2.7-1+deb12u1', '3.2.7-1', 1), ('3.2.7-1', '3.2.7-1+deb12u1', -1),
-    ('3.2.7-1+deb12u1', '3.2.7-1+deb12u1', 0), ('3.2.7-1+deb12u2', '3.2.7-1+deb12u1', 1),
-    ('3.2.7-1+deb12u1~bpo', '3.2.7-1+deb12u1', -1), ('3.5.0+ds1-0+deb12u1', '3.2.7-1+deb12u1', 1),
-    ('1:3.0-1', '3.9-1', 1), ('0:3.2.7-1', '3.2.7-1', 0), ('3.4.0~rc1-1', '3.4.0-1', -1),
-    ('3.4.0', '3.4.0~rc1', 1), ('3.2.10', '3.2.9', 1), ('3.2.07', '3.2.7', 0), ('1.0a', '1.0', 1),
-    ('1.0', '1.0+', -1), ('1.0+', '1.0.', -1), ('1.0~~', '1.0~', -1), ('1.0~', '1.0', -1),
-    ('3.2.3-4+deb11u2', '3.2.3-4+deb11u1', 1), ('2:1.0-1', '1:9.9-9', 1), ('1.0-1ubuntu1', '1.0-1', 1),
-]
+class Host(object):
+    """A module's get_bin_path and run_command: ``answers`` {program: (rc, out)} stand in for the programs, each call
+    recorded in ``calls``; without answers the programs of this machine run (only those named in ``programs``)."""
+
+    def __init__(self, programs=('dpkg',), answers=None):
+        self.programs, self.answers, self.calls = programs, answers, []
+
+    def get_bin_path(self, name):
+        if name not in self.programs:
+            return None
+        return '/usr/bin/' + name if self.answers is not None else shutil.which(name)
+
+    def run_command(self, argv):
+        self.calls.append(argv)
+        if self.answers is not None:
+            rc, out = self.answers[argv[0].rsplit('/', 1)[-1]]
+            return rc, out, ''
+        done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                              check=False)
+        return done.returncode, done.stdout, done.stderr
 
 
-@pytest.mark.parametrize('a, b, expected', DEBIAN_ORDER)
-def test_compare_debian(a, b, expected):
-    assert rsyncd.compare_debian(a, b) == expected
-    assert rsyncd.compare_debian(b, a) == -expected
+def dpkg_orders(version, floor):
+    return rsyncd.version_at_least(Host(), version, floor)
 
 
-@pytest.mark.skipif(not shutil.which('dpkg'), reason='dpkg is not installed')
-@pytest.mark.parametrize('a, b, expected', DEBIAN_ORDER)
-def test_compare_debian_agrees_with_dpkg(a, b, expected):
-    ops = {-1: 'lt', 0: 'eq', 1: 'gt'}
-    assert subprocess.call(['dpkg', '--compare-versions', a, ops[expected], b]) == 0
-    assert rsyncd.compare_debian(a, b) == expected
+needs_dpkg = pytest.mark.skipif(not shutil.which('dpkg'), reason='dpkg is not installed')
 
 
-def test_bad_debian_version():
-    with pytest.raises(ValueError):
-        rsyncd.compare_debian('x:1.0', '1.0')
+def test_the_host_orders_the_versions_with_dpkg_or_rpm():
+    dpkg = Host(answers={'dpkg': (0, '')})
+    assert rsyncd.version_at_least(dpkg, '3.2.7-1+deb12u1', '3.2.7-1+deb12u1') is True
+    assert dpkg.calls == [['/usr/bin/dpkg', '--compare-versions', '3.2.7-1+deb12u1', 'ge', '3.2.7-1+deb12u1']]
+    assert rsyncd.version_at_least(Host(answers={'dpkg': (1, '')}), '3.2.7-1', '3.2.7-1+deb12u1') is False
+    # 2: dpkg cannot read a version; it is not taken as older or newer
+    assert rsyncd.version_at_least(Host(answers={'dpkg': (2, '')}), 'x:1.0', '3.4.0') is None
+    rpm = Host(programs=('rpm',), answers={'rpm': (0, '-1\n')})
+    assert rsyncd.version_at_least(rpm, '3.2.3', '3.4.0') is False
+    assert rpm.calls == [['/usr/bin/rpm', '--eval', '%{lua: print(rpm.vercmp("3.2.3", "3.4.0"))}']]
+    assert rsyncd.version_at_least(Host(programs=('rpm',), answers={'rpm': (0, '1\n')}), '3.4.1', '3.4.0') is True
+    # nothing but version characters goes into rpm's Lua expression
+    quoted = Host(programs=('rpm',), answers={'rpm': (0, '1\n')})
+    assert rsyncd.version_at_least(quoted, '3.4.0") os.exit(1) --', '3.4.0') is None and quoted.calls == []
+    assert rsyncd.version_at_least(Host(programs=()), '3.4.0', '3.4.0') is None
+
+
+@needs_dpkg
+@pytest.mark.parametrize('version, floor, expected', [
+    ('3.2.7-1+deb12u1', '3.2.7-1', True), ('3.2.7-1', '3.2.7-1+deb12u1', False),
+    ('3.2.7-1+deb12u1~bpo', '3.2.7-1+deb12u1', False), ('3.5.0+ds1-0+deb12u1', '3.2.7-1+deb12u1', True),
+    ('1:3.0-1', '3.9-1', True), ('3.4.0~rc1', '3.4.0', False), ('3.2.10', '3.2.9', True), ('3.4', '3.4.0', False),
+])
+def test_this_machines_dpkg_orders_the_versions_that_decide(version, floor, expected):
+    assert dpkg_orders(version, floor) is expected
 
 
 VERSION_OUTPUT = """rsync  version 3.2.7  protocol version 31
@@ -207,28 +232,38 @@ def test_version_output():
     assert rsyncd.upstream_version('') is None and rsyncd.auth_list('rsync  version 3.1.3') == []
 
 
+@needs_dpkg
 def test_cve_upstream_fixed():
-    assert rsyncd.cve_status('3.4.0')['fixed'] is True
-    assert rsyncd.cve_status('3.5.0', '3.5.0+ds1-0+deb12u1', 'debian', '12')['fixed'] is True
-    assert rsyncd.cve_status('3.3.0', '3.3.0-1', 'debian', '13')['fixed'] is False
+    assert rsyncd.cve_status('3.4.0', at_least=dpkg_orders)['fixed'] is True
+    assert rsyncd.cve_status('3.5.0', '3.5.0+ds1-0+deb12u1', 'debian', '12', at_least=dpkg_orders)['fixed'] is True
+    assert rsyncd.cve_status('3.3.0', '3.3.0-1', 'debian', '13', at_least=dpkg_orders)['fixed'] is False
+    assert rsyncd.cve_status('3.4.0~rc1', at_least=dpkg_orders)['fixed'] is False
 
 
+@needs_dpkg
 def test_cve_debian_12_backport():
-    fixed = rsyncd.cve_status('3.2.7', '3.2.7-1+deb12u1', 'debian', '12')
+    fixed = rsyncd.cve_status('3.2.7', '3.2.7-1+deb12u1', 'debian', '12', at_least=dpkg_orders)
     assert fixed['fixed'] is True and '3.2.7-1+deb12u1' in fixed['reason']
-    assert rsyncd.cve_status('3.2.7', '3.2.7-1+deb12u2', 'debian', '12')['fixed'] is True
-    old = rsyncd.cve_status('3.2.7', '3.2.7-1', 'debian', '12')
+    assert rsyncd.cve_status('3.2.7', '3.2.7-1+deb12u2', 'debian', '12', at_least=dpkg_orders)['fixed'] is True
+    old = rsyncd.cve_status('3.2.7', '3.2.7-1', 'debian', '12', at_least=dpkg_orders)
     assert old['fixed'] is False and 'CVE-2024-12084' in old['reason'] and 'backport' in old['reason']
     # the backport of Debian 12 says nothing about another release
-    assert rsyncd.cve_status('3.2.7', '3.2.7-1+deb12u1', 'ubuntu', '24.04')['fixed'] is False
+    assert rsyncd.cve_status('3.2.7', '3.2.7-1+deb12u1', 'ubuntu', '24.04', at_least=dpkg_orders)['fixed'] is False
 
 
 def test_cve_changelog_backport():
+    rpm = Host(programs=('rpm',), answers={'rpm': (0, '-1\n')})
+
+    def rpm_orders(version, floor):
+        return rsyncd.version_at_least(rpm, version, floor)
     changelog = 'rsync (3.2.3-20.el9_5.1)\n' + '\n'.join('- fix %s' % cve for cve in rsyncd.CVES)
-    assert rsyncd.cve_status('3.2.3', '0:3.2.3-20.el9_5.1', 'rhel', '9.5', changelog)['fixed'] is True
+    assert rsyncd.cve_status('3.2.3', '0:3.2.3-20.el9_5.1', 'rhel', '9.5', changelog, rpm_orders)['fixed'] is True
     partial = changelog.replace('CVE-2024-12747', '')
-    assert rsyncd.cve_status('3.2.3', '0:3.2.3-20.el9_5', 'rhel', '9.5', partial)['fixed'] is False
+    assert rsyncd.cve_status('3.2.3', '0:3.2.3-20.el9_5', 'rhel', '9.5', partial, rpm_orders)['fixed'] is False
 
 
 def test_cve_unknown():
     assert rsyncd.cve_status(None)['fixed'] is None
+    # a host whose package manager cannot order the versions: not known, rather than a false alarm
+    unknown = rsyncd.cve_status('3.4.1', '3.4.1-1', 'debian', '13', at_least=lambda version, floor: None)
+    assert unknown['fixed'] is None and 'could not order' in unknown['reason']

@@ -8,43 +8,36 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
-import subprocess
-import time
 
 import pytest
 
+from ansible_collections.bdp.wan_tune.plugins.module_utils import rsyncd
 from ansible_collections.bdp.wan_tune.plugins.modules import rsync_daemon_check
 from ansible_collections.bdp.wan_tune.plugins.modules import rsync_daemon_config
 
+from rsync_utils import free_port, handed_over, make_paths, needs_a_daemon, needs_root, rsync_daemon
+
 PASSWORD = 'Sup3r-s3cret-pw'
-needs_root = pytest.mark.skipif(os.geteuid() != 0, reason='writes root-owned files')
 
 
 @pytest.fixture
 def paths(tmp_path):
-    for name in ('incoming', 'pub', 'state'):
-        (tmp_path / name).mkdir()
-    os.chmod(str(tmp_path), 0o755)
-    return tmp_path
-
-
-def handed_over(paths, text):
-    """The secrets file as the action plugin hands it over: a file the module takes (and removes)."""
-    src = paths / 'handed-over.secrets'
-    fd = os.open(str(src), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, 'w') as handle:
-        handle.write(text)
-    return str(src)
+    return make_paths(tmp_path, ('incoming', 'pub', 'state'))
 
 
 def args(paths, secrets=None, **kwargs):
-    base = {
+    """The module's arguments; the keys of rsyncd.SETTINGS among ``kwargs`` go into its option settings."""
+    settings = {
         'modules': [{'name': 'incoming', 'path': str(paths / 'incoming'), 'read_only': False,
                      'auth_users': ['migrate'], 'hosts_allow': ['198.18.3.0/24'], 'uid': 'root', 'gid': 'root'},
                     {'name': 'pub', 'path': str(paths / 'pub'), 'hosts_allow': ['198.18.3.0/24']}],
         'users': [{'name': 'migrate'}],
-        'secrets_src': handed_over(paths, 'migrate:%s\n' % PASSWORD if secrets is None else secrets),
+    }
+    settings.update((key, kwargs.pop(key)) for key in list(kwargs) if key in rsyncd.SETTINGS)
+    base = {
+        'settings': settings,
+        'secrets_src': handed_over(paths / 'handed-over.secrets',
+                                   'migrate:%s\n' % PASSWORD if secrets is None else secrets),
         'conf_path': str(paths / 'rsyncd.conf'), 'secrets_path': str(paths / 'rsyncd.secrets'),
         'state_dir': str(paths / 'state'), 'service': 'bdp-wan-tune-test-none.service',
         'header': '#\n# Ansible managed\n#\n',
@@ -115,42 +108,25 @@ def test_absent_removes_what_it_created(paths, run_module):
 
 def test_refusals_change_nothing(paths, run_module):
     bad = args(paths)
-    bad['modules'][0]['auth_users'] = []
+    bad['settings']['modules'][0]['auth_users'] = []
     refused = run_module(rsync_daemon_config.main, bad)
     assert refused['failed'] and 'read_only is false, but auth_users is empty' in refused['msg']
     assert 'nothing was changed' in refused['msg']
     missing = args(paths)
-    missing['modules'][1]['path'] = str(paths / 'nowhere')
+    missing['settings']['modules'][1]['path'] = str(paths / 'nowhere')
     refused = run_module(rsync_daemon_config.main, missing)
     assert refused['failed'] and str(paths / 'nowhere') in refused['msg']
     assert not (paths / 'rsyncd.conf').exists() and not (paths / 'rsyncd.secrets').exists()
 
 
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(('127.0.0.1', 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture
 def daemon(paths, run_module):
     """A real rsync daemon on 127.0.0.1 from the configuration rsync_daemon_config writes."""
-    if os.geteuid() != 0 or not shutil.which('rsync'):
-        pytest.skip('needs root and rsync')
+    needs_a_daemon()
     port = free_port()
     assert run_module(rsync_daemon_config.main, args(paths, port=port))['changed']
-    proc = subprocess.Popen(['rsync', '--daemon', '--no-detach', '--config', str(paths / 'rsyncd.conf'),
-                             '--log-file', str(paths / 'rsyncd.log')])
-    deadline = time.time() + 10
-    while time.time() < deadline:
-        try:
-            socket.create_connection(('127.0.0.1', port), 1).close()
-            break
-        except OSError:
-            time.sleep(0.1)
-    yield port
-    proc.terminate()
-    proc.wait(10)
+    with rsync_daemon(paths / 'rsyncd.conf', port, paths / 'rsyncd.log'):
+        yield port
 
 
 def test_check_against_a_real_daemon(paths, daemon, run_module):
@@ -184,11 +160,13 @@ def test_check_without_a_daemon(run_module, paths):
 
 
 @needs_root
+@pytest.mark.skipif(not shutil.which('dpkg'), reason='dpkg is not installed')
 def test_warns_on_an_rsync_without_the_cve_fixes(paths, run_module, monkeypatch):
     def old_rsync(module, os_info):
         version = {'upstream': '3.2.7', 'package': '3.2.7-1', 'auth_digest_supported': False, 'auth_list': ['md5']}
-        return version, dict(rsync_daemon_config.rsyncd.cve_status('3.2.7', '3.2.7-1', 'debian', '12'),
-                             cves=list(rsync_daemon_config.rsyncd.CVES))
+        # ordered by this machine's dpkg, as on a Debian host
+        return version, dict(rsyncd.cve_status('3.2.7', '3.2.7-1', 'debian', '12', at_least=lambda version, floor:
+                                               rsyncd.version_at_least(module, version, floor)), cves=list(rsyncd.CVES))
     monkeypatch.setattr(rsync_daemon_config, 'installed', old_rsync)
     result = run_module(rsync_daemon_config.main, args(paths))
     assert result['rc'] == 0 and result['cve']['fixed'] is False
@@ -216,33 +194,21 @@ def test_check_proves_access_from_a_listed_address_of_the_host(paths, daemon, ru
 
 
 def test_check_from_a_listed_address_passes_when_the_daemon_lists_it(paths, run_module, monkeypatch):
-    if os.geteuid() != 0 or not shutil.which('rsync'):
-        pytest.skip('needs root and rsync')
+    needs_a_daemon()
     port = free_port()
-    modules = args(paths, port=port)
-    modules['modules'][0]['hosts_allow'] = ['127.0.0.2/255.255.255.255']
-    assert run_module(rsync_daemon_config.main, modules)['changed']
-    proc = subprocess.Popen(['rsync', '--daemon', '--no-detach', '--config', str(paths / 'rsyncd.conf')])
-    try:
-        deadline = time.time() + 10
-        while time.time() < deadline:
-            try:
-                socket.create_connection(('127.0.0.1', port), 1).close()
-                break
-            except OSError:
-                time.sleep(0.1)
+    listed = args(paths, port=port)
+    listed['settings']['modules'][0]['hosts_allow'] = ['127.0.0.2/255.255.255.255']
+    assert run_module(rsync_daemon_config.main, listed)['changed']
+    with rsync_daemon(paths / 'rsyncd.conf', port):
         monkeypatch.setattr(rsync_daemon_check, 'own_addresses', lambda module: ['198.18.99.1', '127.0.0.2'])
         item = {'name': 'incoming', 'path': str(paths / 'incoming'), 'read_only': False, 'auth_users': ['migrate'],
                 'hosts_allow': ['127.0.0.2/255.255.255.255']}
         result = run_module(rsync_daemon_check.main, {'port': port, 'modules': [item],
                                                       'secrets_path': str(paths / 'rsyncd.secrets')})
-        assert result['rc'] == 0, result['msg']
-        assert result['checks'][-1] == {'check': 'access from a listed address', 'module': 'incoming', 'passed': True,
-                                        'detail': 'from 127.0.0.2 as user migrate: rsync exit 0'}
-        assert 'Not proven' not in result['msg']
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    assert result['rc'] == 0, result['msg']
+    assert result['checks'][-1] == {'check': 'access from a listed address', 'module': 'incoming', 'passed': True,
+                                    'detail': 'from 127.0.0.2 as user migrate: rsync exit 0'}
+    assert 'Not proven' not in result['msg']
 
 
 @needs_root

@@ -13,10 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import stat
-import subprocess
-import time
 from unittest import mock
 
 import pytest
@@ -28,34 +25,31 @@ from ansible_collections.bdp.wan_tune.plugins.module_utils import rsyncd
 from ansible_collections.bdp.wan_tune.plugins.modules import rsync_daemon_check
 from ansible_collections.bdp.wan_tune.plugins.modules import rsync_daemon_config
 
-# Each escapes differently in a repr, a JSON string or a shell: the logged form of the first two does not contain
-# their text, which is how the no_log masking missed them.
-PASSWORDS = {
-    'back': 'QaBack\\slash9',
-    'quotes': 'both\'and"quotes9',
-    'percent': '100%sure%d%%9',
-    'unicode': 'pässwört-密码-9',
-    'shell': '$(touch /tmp/bdp-pwned)`id`9',
-    'spaces': 'with spaces  inside 9',
-    'colon': 'a:colon#and;semicolon9',
-}
-needs_root = pytest.mark.skipif(os.geteuid() != 0, reason='writes root-owned files')
+from rsync_utils import AWKWARD as PASSWORDS
+from rsync_utils import free_port, leaks, make_paths, needs_a_daemon, needs_root, rsync_daemon
 
 
 @pytest.fixture
 def paths(tmp_path):
-    for name in ['state', 'remote'] + list(PASSWORDS):
-        (tmp_path / name).mkdir()
-    os.chmod(str(tmp_path), 0o755)
+    make_paths(tmp_path, ['state', 'remote'] + list(PASSWORDS))
     os.chmod(str(tmp_path / 'remote'), 0o700)
     return tmp_path
 
 
-def task_args(paths, **kwargs):
+def settings(paths, **kwargs):
+    """The daemon's settings as the role's variables give them (without the prefix), with the passwords."""
     base = {
         'modules': [{'name': user, 'path': str(paths / user), 'read_only': False, 'auth_users': [user],
                      'hosts_allow': ['198.18.3.0/24'], 'uid': 'root', 'gid': 'root'} for user in PASSWORDS],
         'users': [{'name': user, 'password': password} for user, password in PASSWORDS.items()],
+    }
+    base.update(kwargs)
+    return base
+
+
+def task_args(paths, settings_=None, **kwargs):
+    base = {
+        'settings': settings(paths) if settings_ is None else settings_,
         'conf_path': str(paths / 'rsyncd.conf'), 'secrets_path': str(paths / 'rsyncd.secrets'),
         'state_dir': str(paths / 'state'), 'service': 'bdp-wan-tune-test-none.service',
     }
@@ -63,14 +57,11 @@ def task_args(paths, **kwargs):
     return base
 
 
-def leaks(text):
-    """The passwords found in ``text``, also in their escaped forms (repr, JSON)."""
-    found = []
-    for password in PASSWORDS.values():
-        forms = {password, repr(password)[1:-1], json.dumps(password)[1:-1], json.dumps(password, ensure_ascii=False)[1:-1]}
-        if any(form in text for form in forms):
-            found.append(password)
-    return found
+class Templar(object):
+    """The action's templar over task_vars that hold no templates: each value as it is."""
+
+    def template(self, value):
+        return value
 
 
 class Harness(object):
@@ -88,15 +79,14 @@ class Harness(object):
         shutil.copyfile(local, remote)
         os.chmod(remote, 0o600)
 
-    def run(self, args):
+    def run(self, args, task_vars=None):
         connection = mock.MagicMock()
         connection._shell.tmpdir = None
         connection._shell.join_path = os.path.join
         connection.put_file.side_effect = self.put_file
         task = mock.MagicMock(args=args, async_val=0, check_mode=self.check_mode, diff=self.diff,
                               action='bdp.wan_tune.rsync_daemon_config')
-        action = action_plugin.ActionModule(task, connection, mock.MagicMock(), mock.MagicMock(), mock.MagicMock(),
-                                            None)
+        action = action_plugin.ActionModule(task, connection, mock.MagicMock(), mock.MagicMock(), Templar(), None)
         removed = []
 
         def make_tmp_path(remote_user=None):
@@ -112,7 +102,7 @@ class Harness(object):
         action._execute_module = execute_module
         action._fixup_perms2 = lambda paths, remote_user=None, execute=True: None
         action._remove_tmp_path = lambda path, force=False: removed.append(path)
-        result = action.run(task_vars={})
+        result = action.run(task_vars=task_vars or {})
         self.removed = removed
         return result
 
@@ -129,8 +119,8 @@ def test_no_password_in_the_module_arguments_the_log_line_the_result_or_the_diff
     assert result['rc'] == 0 and result['changed'] is True, result.get('msg')
     for run in (checked, harness):
         # what the module received: names and a path, nothing else secret
-        assert [user['name'] for user in run.module_args[0]['users']] == list(PASSWORDS)
-        assert all(set(user) == {'name'} for user in run.module_args[0]['users'])
+        assert [user['name'] for user in run.module_args[0]['settings']['users']] == list(PASSWORDS)
+        assert all(set(user) == {'name'} for user in run.module_args[0]['settings']['users'])
         assert run.module_args[0]['secrets_src'] == str(paths / 'remote' / 'rsyncd.secrets')
         assert leaks(json.dumps(run.module_args)) == []
         # the module's journal line exists and names the users, but no password
@@ -150,7 +140,8 @@ def test_no_password_in_the_module_arguments_the_log_line_the_result_or_the_diff
     again = Harness(paths, run_module, monkeypatch, diff=True).run(task_args(paths))
     assert again['changed'] is False and 'diff' not in again
     changed = dict(PASSWORDS, back='QaBack\\slash10')
-    other = task_args(paths, users=[{'name': user, 'password': password} for user, password in changed.items()])
+    other = task_args(paths, settings(paths, users=[{'name': user, 'password': password}
+                                                    for user, password in changed.items()]))
     third = Harness(paths, run_module, monkeypatch, diff=True).run(other)
     assert third['changed'] is True and third['files'][str(paths / 'rsyncd.secrets')] == 'written'
     assert 'QaBack' not in json.dumps(third)
@@ -158,7 +149,8 @@ def test_no_password_in_the_module_arguments_the_log_line_the_result_or_the_diff
 
 def test_bad_users_are_refused_on_the_controller_without_showing_the_password(paths, run_module, monkeypatch):
     harness = Harness(paths, run_module, monkeypatch)
-    args = task_args(paths, users=[{'name': 'back', 'password': 'QaBack\\slash9\n'}, {'name': 'x y', 'password': 'p'}])
+    args = task_args(paths, settings(paths, users=[{'name': 'back', 'password': 'QaBack\\slash9\n'},
+                                                   {'name': 'x y', 'password': 'p'}]))
     result = harness.run(args)
     assert result['failed'] is True and 'users[0].password (user back)' in result['msg']
     assert "users[1].name: 'x y' is not a user name" in result['msg']
@@ -175,7 +167,26 @@ def test_absent_transfers_nothing(paths, run_module, monkeypatch):
     harness = Harness(paths, run_module, monkeypatch)
     result = harness.run(task_args(paths, state='absent'))
     assert result['rc'] == 0 and result['changed'] is False and harness.transfers == []
-    assert 'secrets_src' not in harness.module_args[0]
+    assert 'secrets_src' not in harness.module_args[0] and 'settings' not in harness.module_args[0]
+
+
+@needs_root
+def test_the_settings_come_from_the_hosts_variables_by_the_one_list(paths, run_module, monkeypatch):
+    """The role passes no settings: the action plugin takes rsync_daemon_<key> for each key of rsyncd.SETTINGS and
+    nothing else (not the CA's private key), and a setting of the task's own wins over the variable."""
+    own = settings(paths)
+    task_vars = dict(('rsync_daemon_' + key, value) for key, value in own.items())
+    task_vars.update(rsync_daemon_streams='2', rsync_daemon_port=8873, rsync_daemon_tls_ca_key='CA-PRIVATE-KEY',
+                     rsync_daemon_state='present', inventory_hostname='b')
+    harness = Harness(paths, run_module, monkeypatch)
+    result = harness.run(task_args(paths, {'streams': 3}), task_vars)
+    assert result['rc'] == 0 and result['changed'] is True, result.get('msg')
+    sent = harness.module_args[0]['settings']
+    assert sorted(sent) == sorted(set(rsyncd.SETTINGS) & set(own) | {'streams', 'port'})
+    assert sent['streams'] == 3 and sent['port'] == 8873 and 'CA-PRIVATE-KEY' not in json.dumps(harness.module_args)
+    assert leaks(json.dumps(harness.module_args)) == [] and 'max connections = 3' in (paths / 'rsyncd.conf').read_text()
+    unknown = Harness(paths, run_module, monkeypatch).run(task_args(paths, {'tls_ca_key': 'x', 'colour': 1}))
+    assert unknown['failed'] and 'settings: has the unknown keys colour, tls_ca_key' in unknown['msg']
 
 
 def test_the_module_refuses_a_password_argument_and_a_missing_secrets_file(paths, run_module, monkeypatch):
@@ -184,7 +195,7 @@ def test_the_module_refuses_a_password_argument_and_a_missing_secrets_file(paths
     args = task_args(paths)
     refused = run_module(rsync_daemon_config.main, args)
     assert refused['failed'] and 'only the action plugin' in refused['msg']
-    del args['users']
+    del args['settings']['users']
     missing = run_module(rsync_daemon_config.main, args)
     assert missing['failed'] and 'No secrets file was handed over' in missing['msg']
     assert not (paths / 'rsyncd.conf').exists() and not (paths / 'rsyncd.secrets').exists()
@@ -193,39 +204,21 @@ def test_the_module_refuses_a_password_argument_and_a_missing_secrets_file(paths
 def test_the_module_removes_the_handed_over_file_when_it_refuses(paths, run_module):
     src = paths / 'remote' / 'rsyncd.secrets'
     src.write_text('back:x\n')
-    args = task_args(paths, users=[{'name': 'back'}], secrets_src=str(src))
-    args['modules'][0]['path'] = str(paths / 'nowhere')
+    args = task_args(paths, settings(paths, users=[{'name': 'back'}]), secrets_src=str(src))
+    args['settings']['modules'][0]['path'] = str(paths / 'nowhere')
     refused = run_module(rsync_daemon_config.main, args)
     assert refused['failed'] and not src.exists()
 
 
 # --------------------------------------------------------------------------- a real daemon with these passwords
 
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(('127.0.0.1', 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture
 def daemon(paths, run_module, monkeypatch):
-    if os.geteuid() != 0 or not shutil.which('rsync'):
-        pytest.skip('needs root and rsync')
+    needs_a_daemon()
     port = free_port()
-    harness = Harness(paths, run_module, monkeypatch)
-    assert harness.run(task_args(paths, port=port))['changed']
-    proc = subprocess.Popen(['rsync', '--daemon', '--no-detach', '--config', str(paths / 'rsyncd.conf'),
-                             '--log-file', str(paths / 'rsyncd.log')])
-    deadline = time.time() + 10
-    while time.time() < deadline:
-        try:
-            socket.create_connection(('127.0.0.1', port), 1).close()
-            break
-        except OSError:
-            time.sleep(0.1)
-    yield port
-    proc.terminate()
-    proc.wait(10)
+    assert Harness(paths, run_module, monkeypatch).run(task_args(paths, settings(paths, port=port)))['changed']
+    with rsync_daemon(paths / 'rsyncd.conf', port, paths / 'rsyncd.log'):
+        yield port
 
 
 def test_the_check_logs_in_with_every_awkward_password_from_the_secrets_file(paths, daemon, run_module, monkeypatch):
