@@ -3,8 +3,9 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The rsync daemon over TLS: checking the TLS inputs, and rendering the stunnel configuration and its systemd unit.
 
-Pure functions, shared by the filter ``rsync_daemon_problems`` and the action plugin ``validate_inputs`` (on the
-controller, before any host changes) and the module ``rsync_daemon_tls`` (on the host, before it writes).
+Shared by the filter ``rsync_daemon_problems`` and the action plugin ``validate_inputs`` (on the controller, before
+any host changes) and the module ``rsync_daemon_tls`` (on the host, before it writes): pure functions.  At the end, the
+checks that prove these rules on the host (module ``rsync_daemon_check``): they connect, and run openssl.
 
 The design, as rsync-ssl(1) "THE SERVER SIDE" describes it: stunnel accepts TLS on the TLS port (874) and starts
 ``rsync --daemon`` for each connection in exec mode (inetd style), so with transport ``tls`` nothing listens on 873.
@@ -16,7 +17,13 @@ for the service name ``bdp-rsync-tls`` only.  Then clients must show a certifica
 """
 
 import ipaddress
+import os
 import re
+import shutil
+import socket
+import ssl
+import tempfile
+import uuid
 
 from ansible_collections.bdp.wan_tune.plugins.module_utils.rsyncd import Problems, to_int
 
@@ -246,3 +253,147 @@ def render_unit(directory=DIR, header='', stunnel=STUNNEL):
 def client_env(ca, cert, key, port):
     """The environment rsync-ssl reads, as a shell prefix."""
     return 'RSYNC_SSL_CA_CERT=%s RSYNC_SSL_CERT=%s RSYNC_SSL_KEY=%s RSYNC_SSL_PORT=%d' % (ca, cert, key, port)
+
+
+# ----------------------------------------------------------------------------- proving the TLS layer on the host
+# The checks of the module rsync_daemon_check with its option tls: each one shows that a rule above holds (TLS only,
+# the CA's client certificates only, stunnel's source rule) before any byte reaches rsync.
+
+def plain_probe(host, port, timeout):
+    """What a cleartext rsync client gets from ``port``: the bytes answered to an rsync greeting ('' when none)."""
+    conn = socket.create_connection((host, port), timeout)
+    try:
+        conn.settimeout(min(timeout, 5))
+        conn.sendall(b'@RSYNCD: 31.0 sha256 md5\n')
+        data = b''
+        try:
+            while len(data) < 256:
+                chunk = conn.recv(256)
+                if not chunk:
+                    break
+                data += chunk
+        except (OSError, socket.error):
+            pass
+    finally:
+        conn.close()
+    return data.decode('ascii', 'replace')
+
+
+def handshake(module, host, port, identity, timeout):
+    """openssl s_client's view of the handshake: {protocol, cipher, verified, peer, rc, detail}."""
+    argv = [module.get_bin_path('timeout', required=True), str(timeout), module.get_bin_path('openssl', required=True),
+            's_client', '-connect', '%s:%d' % ('[%s]' % host if ':' in host else host, port), '-brief',
+            '-verify_return_error']
+    for key, option in (('ca', '-CAfile'), ('cert', '-cert'), ('key', '-key')):
+        if identity.get(key):
+            argv += [option, identity[key]]
+    rc, out, err = module.run_command(argv, data='')
+    text = out + '\n' + err
+    found = dict((key, (re.search(r'^%s:\s*(.+)$' % label, text, re.M) or [None, None])[1])
+                 for key, label in (('protocol', 'Protocol version'), ('cipher', 'Ciphersuite'),
+                                    ('verification', 'Verification'), ('peer', 'Peer certificate')))
+    return {'protocol': found['protocol'], 'cipher': found['cipher'], 'peer': found['peer'],
+            'verified': found['verification'] == 'OK' and rc == 0, 'rc': rc,
+            'detail': ' '.join(err.split())[-300:]}
+
+
+def stranger(module, directory):
+    """A CA of nobody's and a client certificate it signed, in ``directory``: {ca, cert, key}."""
+    openssl = module.get_bin_path('openssl', required=True)
+    out = dict((key, os.path.join(directory, 'stranger-%s.pem' % key)) for key in ('ca', 'cert', 'key'))
+    for argv in ([openssl, 'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes',
+                  '-keyout', os.path.join(directory, 'stranger-ca-key.pem'), '-out', out['ca'], '-subj',
+                  '/CN=bdp-wan-tune-stranger-ca', '-days', '1'],
+                 [openssl, 'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes',
+                  '-keyout', out['key'], '-out', out['cert'], '-subj', '/CN=bdp-wan-tune-stranger', '-days', '1',
+                  '-CA', out['ca'], '-CAkey', os.path.join(directory, 'stranger-ca-key.pem')]):
+        rc, dummy, err = module.run_command(argv)
+        if rc != 0:
+            module.fail_json(msg='openssl could not make the test CA: %s' % ' '.join(err.split())[:300])
+    return out
+
+
+def unlisted(host, port, tls, timeout, source='127.0.0.2'):
+    """(refused, detail) of a TLS client with a valid certificate that connects from ``source``."""
+    context = ssl.create_default_context(cafile=tls['ca'])
+    context.check_hostname = False
+    context.load_cert_chain(tls['cert'], tls['key'])
+    conn = socket.socket(socket.AF_INET6 if ':' in source else socket.AF_INET, socket.SOCK_STREAM)
+    conn.settimeout(min(timeout, 10))
+    try:
+        conn.bind((source, 0))
+        conn.connect((host, port))
+        wrapped = context.wrap_socket(conn)
+        try:
+            wrapped.sendall(b'')
+            data = wrapped.recv(64)
+        finally:
+            wrapped.close()
+        if data.startswith(b'@RSYNCD'):
+            return False, 'from %s: the rsync daemon answered %r' % (source, data[:20])
+        return True, 'from %s: no rsync greeting (%r)' % (source, data[:20])
+    except (OSError, socket.error, ssl.SSLError) as exc:
+        return True, 'from %s: %s' % (source, exc)
+    finally:
+        conn.close()
+
+
+def closed(host, port, timeout):
+    try:
+        socket.create_connection((host, port), min(timeout, 5)).close()
+        return False, 'port %d accepts a connection' % port
+    except (OSError, socket.error) as exc:
+        return True, 'port %d: %s' % (port, exc)
+
+
+def tls_checks(module, params, users, upload):
+    """The checks of the TLS layer, each before any rsync exchange, of the module rsync_daemon_check (``params``):
+    ([{check, module, passed, detail}], the handshake).  ``users``: {user: password} from the secrets file;
+    ``upload(module_name, user, file_name, password, identity)``: (rc, output) of an rsync-ssl upload of a file as
+    ``file_name`` with the client identity {ca, cert, key}."""
+    tls, host, timeout = params['tls'], params['host'], params['timeout']
+    checks = []
+
+    def add(check, passed, detail):
+        checks.append({'check': check, 'module': None, 'passed': passed, 'detail': detail})
+
+    shake = handshake(module, host, tls['port'], tls, timeout)
+    add('TLS handshake verified', shake['verified'] and shake['protocol'] in ('TLSv1.3', 'TLSv1.2'),
+        '%s, %s, verification %s, peer %s%s' % (shake['protocol'], shake['cipher'],
+                                                'OK' if shake['verified'] else 'failed', shake['peer'],
+                                                '' if shake['verified'] else ': ' + shake['detail']))
+    try:
+        answer = plain_probe(host, tls['port'], timeout)
+        add('plaintext to the TLS port gets no rsync answer', '@RSYNCD' not in answer,
+            'answer: %r' % answer[:60] if answer else 'no answer')
+    except (OSError, socket.error) as exc:
+        add('plaintext to the TLS port gets no rsync answer', False, 'no connection: %s' % exc)
+    if host == '127.0.0.1' and not source_allowed('127.0.0.2', tls['sources']):
+        passed, detail = unlisted(host, tls['port'], tls, timeout)
+        add('an unlisted source is refused before the handshake', passed, detail)
+    if params['tls'].get('plain_closed'):
+        passed, detail = closed(host, params['port'], timeout)
+        add('nothing accepts on the plain port', passed, detail)
+    target = next((m for m in params['modules'] if not m.get('read_only', True)), (params['modules'] or [{}])[0])
+    if not target.get('name'):
+        return checks, shake
+    user = next(iter(target.get('auth_users') or []), None)
+    password = users.get(user)
+    directory = tempfile.mkdtemp(prefix='bdp-wan-tune-tls-')
+    try:
+        other = stranger(module, directory)
+        for check, identity in (('a client that trusts another CA fails', dict(tls, ca=other['ca'])),
+                                ('a client without a certificate is refused', dict(tls, cert=None, key=None)),
+                                ('a client with a certificate of another CA is refused',
+                                 dict(tls, cert=other['cert'], key=other['key']))):
+            name = '.bdp-wan-tune-verify-%s' % uuid.uuid4().hex
+            rc, out = upload(target['name'], user, name, password, identity)
+            landed = os.path.lexists(os.path.join(target.get('path', '/nonexistent'), name))
+            if landed:
+                os.unlink(os.path.join(target['path'], name))
+            # refused in the handshake: rsync never saw the daemon's greeting (no @ERROR from rsyncd)
+            add(check, rc != 0 and not landed and '@ERROR' not in out and 'did not see server greeting' in out,
+                'rsync-ssl exit %d%s: %s' % (rc, ', but the file arrived' if landed else '', out[-300:] or 'no output'))
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+    return checks, shake

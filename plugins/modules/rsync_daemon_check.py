@@ -118,9 +118,7 @@ handshake:
 
 import os
 import re
-import shutil
 import socket
-import ssl
 import tempfile
 import uuid
 
@@ -221,7 +219,7 @@ def listed_access(module, item, users, host, port, timeout, own, tls=None):
     source = listed[0]
     target = source if host in ('127.0.0.1', '::1', 'localhost') else host
     if tls:
-        refused, detail = unlisted(target, tls['port'], tls, timeout, source)
+        refused, detail = rsynctls.unlisted(target, tls['port'], tls, timeout, source)
         return {'check': check, 'module': name, 'passed': not refused, 'detail': 'over TLS ' + detail}
     extra = ['--list-only', '--address=%s' % source]          # bound: a local route may prefer another source
     rc, out = send(module, None, url(target, port, name, user), users.get(user), timeout, extra=extra)
@@ -271,144 +269,6 @@ def check_module(module, item, users, host, port, timeout, source, tls=None):
     return checks
 
 
-def plain_probe(host, port, timeout):
-    """What a cleartext rsync client gets from ``port``: the bytes answered to an rsync greeting ('' when none)."""
-    conn = socket.create_connection((host, port), timeout)
-    try:
-        conn.settimeout(min(timeout, 5))
-        conn.sendall(b'@RSYNCD: 31.0 sha256 md5\n')
-        data = b''
-        try:
-            while len(data) < 256:
-                chunk = conn.recv(256)
-                if not chunk:
-                    break
-                data += chunk
-        except (OSError, socket.error):
-            pass
-    finally:
-        conn.close()
-    return data.decode('ascii', 'replace')
-
-
-def handshake(module, host, port, identity, timeout):
-    """openssl s_client's view of the handshake: {protocol, cipher, verified, peer, rc, detail}."""
-    argv = [module.get_bin_path('timeout', required=True), str(timeout), module.get_bin_path('openssl', required=True),
-            's_client', '-connect', '%s:%d' % ('[%s]' % host if ':' in host else host, port), '-brief',
-            '-verify_return_error']
-    for key, option in (('ca', '-CAfile'), ('cert', '-cert'), ('key', '-key')):
-        if identity.get(key):
-            argv += [option, identity[key]]
-    rc, out, err = module.run_command(argv, data='')
-    text = out + '\n' + err
-    found = dict((key, (re.search(r'^%s:\s*(.+)$' % label, text, re.M) or [None, None])[1])
-                 for key, label in (('protocol', 'Protocol version'), ('cipher', 'Ciphersuite'),
-                                    ('verification', 'Verification'), ('peer', 'Peer certificate')))
-    return {'protocol': found['protocol'], 'cipher': found['cipher'], 'peer': found['peer'],
-            'verified': found['verification'] == 'OK' and rc == 0, 'rc': rc,
-            'detail': ' '.join(err.split())[-300:]}
-
-
-def stranger(module, directory):
-    """A CA of nobody's and a client certificate it signed, in ``directory``: {ca, cert, key}."""
-    openssl = module.get_bin_path('openssl', required=True)
-    out = dict((key, os.path.join(directory, 'stranger-%s.pem' % key)) for key in ('ca', 'cert', 'key'))
-    for argv in ([openssl, 'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes',
-                  '-keyout', os.path.join(directory, 'stranger-ca-key.pem'), '-out', out['ca'], '-subj',
-                  '/CN=bdp-wan-tune-stranger-ca', '-days', '1'],
-                 [openssl, 'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes',
-                  '-keyout', out['key'], '-out', out['cert'], '-subj', '/CN=bdp-wan-tune-stranger', '-days', '1',
-                  '-CA', out['ca'], '-CAkey', os.path.join(directory, 'stranger-ca-key.pem')]):
-        rc, dummy, err = module.run_command(argv)
-        if rc != 0:
-            module.fail_json(msg='openssl could not make the test CA: %s' % ' '.join(err.split())[:300])
-    return out
-
-
-def unlisted(host, port, tls, timeout, source='127.0.0.2'):
-    """(refused, detail) of a TLS client with a valid certificate that connects from ``source``."""
-    context = ssl.create_default_context(cafile=tls['ca'])
-    context.check_hostname = False
-    context.load_cert_chain(tls['cert'], tls['key'])
-    conn = socket.socket(socket.AF_INET6 if ':' in source else socket.AF_INET, socket.SOCK_STREAM)
-    conn.settimeout(min(timeout, 10))
-    try:
-        conn.bind((source, 0))
-        conn.connect((host, port))
-        wrapped = context.wrap_socket(conn)
-        try:
-            wrapped.sendall(b'')
-            data = wrapped.recv(64)
-        finally:
-            wrapped.close()
-        if data.startswith(b'@RSYNCD'):
-            return False, 'from %s: the rsync daemon answered %r' % (source, data[:20])
-        return True, 'from %s: no rsync greeting (%r)' % (source, data[:20])
-    except (OSError, socket.error, ssl.SSLError) as exc:
-        return True, 'from %s: %s' % (source, exc)
-    finally:
-        conn.close()
-
-
-def closed(host, port, timeout):
-    try:
-        socket.create_connection((host, port), min(timeout, 5)).close()
-        return False, 'port %d accepts a connection' % port
-    except (OSError, socket.error) as exc:
-        return True, 'port %d: %s' % (port, exc)
-
-
-def tls_checks(module, params, source, result, users):
-    """The checks of the TLS layer, each before any rsync exchange: [{check, module, passed, detail}]."""
-    tls, host, timeout = params['tls'], params['host'], params['timeout']
-    checks = []
-
-    def add(check, passed, detail):
-        checks.append({'check': check, 'module': None, 'passed': passed, 'detail': detail})
-
-    result['handshake'] = shake = handshake(module, host, tls['port'], tls, timeout)
-    add('TLS handshake verified', shake['verified'] and shake['protocol'] in ('TLSv1.3', 'TLSv1.2'),
-        '%s, %s, verification %s, peer %s%s' % (shake['protocol'], shake['cipher'],
-                                                'OK' if shake['verified'] else 'failed', shake['peer'],
-                                                '' if shake['verified'] else ': ' + shake['detail']))
-    try:
-        answer = plain_probe(host, tls['port'], timeout)
-        add('plaintext to the TLS port gets no rsync answer', '@RSYNCD' not in answer,
-            'answer: %r' % answer[:60] if answer else 'no answer')
-    except (OSError, socket.error) as exc:
-        add('plaintext to the TLS port gets no rsync answer', False, 'no connection: %s' % exc)
-    if host == '127.0.0.1' and not rsynctls.source_allowed('127.0.0.2', tls['sources']):
-        passed, detail = unlisted(host, tls['port'], tls, timeout)
-        add('an unlisted source is refused before the handshake', passed, detail)
-    if params['tls'].get('plain_closed'):
-        passed, detail = closed(host, params['port'], timeout)
-        add('nothing accepts on the plain port', passed, detail)
-    target = next((m for m in params['modules'] if not m.get('read_only', True)), (params['modules'] or [{}])[0])
-    if not target.get('name'):
-        return checks
-    user = next(iter(target.get('auth_users') or []), None)
-    password = users.get(user)
-    directory = tempfile.mkdtemp(prefix='bdp-wan-tune-tls-')
-    try:
-        other = stranger(module, directory)
-        for check, identity in (('a client that trusts another CA fails', dict(tls, ca=other['ca'])),
-                                ('a client without a certificate is refused', dict(tls, cert=None, key=None)),
-                                ('a client with a certificate of another CA is refused',
-                                 dict(tls, cert=other['cert'], key=other['key']))):
-            name = '.bdp-wan-tune-verify-%s' % uuid.uuid4().hex
-            rc, out = send(module, source, url(host, tls['port'], target['name'], user, name), password, timeout,
-                           tls, identity)
-            landed = os.path.lexists(os.path.join(target.get('path', '/nonexistent'), name))
-            if landed:
-                os.unlink(os.path.join(target['path'], name))
-            # refused in the handshake: rsync never saw the daemon's greeting (no @ERROR from rsyncd)
-            add(check, rc != 0 and not landed and '@ERROR' not in out and 'did not see server greeting' in out,
-                'rsync-ssl exit %d%s: %s' % (rc, ', but the file arrived' if landed else '', out[-300:] or 'no output'))
-    finally:
-        shutil.rmtree(directory, ignore_errors=True)
-    return checks
-
-
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -436,11 +296,16 @@ def main():
     users = rsyncd.parse_secrets(text.decode('utf-8', 'surrogateescape')) if text is not None else {}
     tls = params['tls']
     fd, source = tempfile.mkstemp(prefix='bdp-wan-tune-verify-')
+
+    def upload(target, user, file_name, password, identity):
+        return send(module, source, url(params['host'], tls['port'], target, user, file_name), password,
+                    params['timeout'], tls, identity)
     try:
         with os.fdopen(fd, 'w') as handle:
             handle.write('bdp.wan_tune rsync daemon verification %s\n' % uuid.uuid4().hex)
         if tls:
-            result['checks'] += tls_checks(module, params, source, result, users)
+            checks, result['handshake'] = rsynctls.tls_checks(module, params, users, upload)
+            result['checks'] += checks
             answered = result['checks'][0]['passed']
         else:
             try:
