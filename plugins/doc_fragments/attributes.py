@@ -13,6 +13,14 @@ class ModuleDocFragment(object):
           - bdp.wan_tune.attributes            # or bdp.wan_tune.attributes.no_diff, .controller
           - ansible.builtin.action_common_attributes
 
+    A module that is documentation only, whose action plugin does the work on the controller:
+
+        extends_documentation_fragment:
+          - bdp.wan_tune.attributes.action_controller
+          - ansible.builtin.action_common_attributes
+          - ansible.builtin.action_common_attributes.conn
+          - ansible.builtin.action_common_attributes.flow
+
     A module's own attributes: entry (typically only details:) is merged into the fragment's, key by key,
     and wins over it.
     """
@@ -48,4 +56,28 @@ attributes:
     support: none
   platform:
     platforms: posix
+"""
+
+    # A module whose action plugin does all the work on the controller: it never connects to the host.
+    ACTION_CONTROLLER = r"""
+attributes:
+  action:
+    support: full
+  async:
+    support: none
+  become:
+    support: none
+  bypass_host_loop:
+    support: none
+  check_mode:
+    support: full
+  connection:
+    support: none
+  delegation:
+    support: none
+    details: It runs on the controller and never connects to the host.
+  diff_mode:
+    support: none
+  platform:
+    platforms: all
 """

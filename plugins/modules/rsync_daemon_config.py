@@ -18,9 +18,8 @@ description:
     the host's log. The passwords are never module arguments. The action plugin of the same name renders the secrets
     file on the controller and hands it to the module in a file in Ansible's private remote tmp dir (O(secrets_src));
     the module receives the user names only.
-  - Before the first change it keeps a copy of a pre-existing O(conf_path) and O(secrets_path), and whether the
-    service was enabled and active, in O(state_dir). O(state=absent) puts them back (or removes the files the module
-    created) and reports the service's earlier state.
+  - It records copies of a pre-existing O(conf_path) and O(secrets_path), and whether the service was enabled and
+    active; O(state=absent) also reports the service's earlier state.
   - Reports the installed rsync (upstream and package version) and whether it has the fixes for CVE-2024-12084 to
     CVE-2024-12088 and CVE-2024-12747, taking the distribution's backports into account (versions ordered by the
     host's C(dpkg --compare-versions), or rpm's vercmp on a host without dpkg); warns when it has not.
@@ -76,12 +75,9 @@ options:
     description: Comment lines at the top of O(conf_path) (for example C(ansible_managed)).
     type: str
     default: ''
-  state_dir:
-    description: Where the copies of the earlier files and the record are kept.
-    type: path
-    default: /var/lib/bdp_wan_tune
 extends_documentation_fragment:
   - bdp.wan_tune.attributes
+  - bdp.wan_tune.state_dir
   - ansible.builtin.action_common_attributes
 notes:
   - rsync daemon traffic is not encrypted. Use it on a private circuit, a VPN or IPsec, otherwise rsync over SSH.

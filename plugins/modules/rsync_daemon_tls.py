@@ -18,8 +18,7 @@ description:
     against the CA, TLS 1.3 and TLS 1.2 with AEAD ciphers only, no compression, no renegotiation, no socket buffer
     options) and the collection's own unit C(bdp-rsync-tls.service). Another stunnel service on the host is not
     touched: the configuration is not in C(/etc/stunnel)."
-  - Before the first change it records what was there (a pre-existing unit file is kept) in O(state_dir);
-    O(state=absent) removes what it wrote and puts back what was there.
+  - A pre-existing unit file is kept in its record, and put back by O(state=absent).
 author:
   - bdp.wan_tune maintainers (@bdp-wan-tune)
 options:
@@ -75,12 +74,9 @@ options:
     description: Comment lines at the top of the configuration and the unit.
     type: str
     default: ''
-  state_dir:
-    description: Where the record of the earlier state is kept.
-    type: path
-    default: /var/lib/bdp_wan_tune
 extends_documentation_fragment:
   - bdp.wan_tune.attributes
+  - bdp.wan_tune.state_dir
   - ansible.builtin.action_common_attributes
 notes:
   - The module needs C(openssl) on the host (Debian package C(openssl)).

@@ -47,30 +47,13 @@ options:
 author:
   - bdp.wan_tune maintainers (@bdp-wan-tune)
 extends_documentation_fragment:
+  - bdp.wan_tune.attributes.action_controller
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.conn
   - ansible.builtin.action_common_attributes.flow
 attributes:
-  action:
-    support: full
-  async:
-    support: none
-  become:
-    support: none
-  bypass_host_loop:
-    support: none
   check_mode:
-    support: full
     details: In check mode no CA is made and nothing is signed; the result says what would be.
-  connection:
-    support: none
-  delegation:
-    support: none
-    details: It runs on the controller and never connects to the host.
-  diff_mode:
-    support: none
-  platform:
-    platforms: all
 """
 
 EXAMPLES = r"""

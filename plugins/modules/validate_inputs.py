@@ -82,29 +82,10 @@ options:
     type: str
     choices: [verify]
 extends_documentation_fragment:
+  - bdp.wan_tune.attributes.action_controller
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.conn
   - ansible.builtin.action_common_attributes.flow
-attributes:
-  action:
-    support: full
-  async:
-    support: none
-  become:
-    support: none
-  bypass_host_loop:
-    support: none
-  check_mode:
-    support: full
-  connection:
-    support: none
-  delegation:
-    support: none
-    details: It runs on the controller and never connects to the host.
-  diff_mode:
-    support: none
-  platform:
-    platforms: all
 notes:
   - Nothing changes anywhere. The module only reads the host's variables and the collection's role files.
 seealso:
