@@ -67,6 +67,7 @@ def stunnel(tmp_path):
                 conn.settimeout(5)
                 with context.wrap_socket(conn, server_side=True) as tls:
                     tls.sendall(b'@RSYNCD: 31.0 sha256\n')
+                    tls.recv(64)        # as rsyncd, wait for the client's answer (or its end) before closing
             except (OSError, ssl.SSLError):
                 pass
             finally:
