@@ -476,7 +476,8 @@ def version_at_least(module, version, floor):
         return {0: True, 1: False}.get(rc)      # 2: a version dpkg cannot read
     rpm = module.get_bin_path('rpm')
     if rpm and RPM_VERSION_RE.match(version) and RPM_VERSION_RE.match(floor):
-        rc, out, dummy = module.run_command([rpm, '--eval', '%%{lua: print(rpm.vercmp("%s", "%s"))}' % (version, floor)])
+        lua = '%%{lua: print(rpm.vercmp("%s", "%s"))}' % (version, floor)
+        rc, out, dummy = module.run_command([rpm, '--eval', lua])
         if rc == 0 and out.strip() in ('-1', '0', '1'):
             return int(out.strip()) >= 0
     return None
