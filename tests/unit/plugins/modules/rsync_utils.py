@@ -30,9 +30,9 @@ def forms(password):
     return {password, repr(password)[1:-1], json.dumps(password)[1:-1], json.dumps(password, ensure_ascii=False)[1:-1]}
 
 
-def leaks(text, passwords=AWKWARD):
-    """The passwords found in ``text``, also in their escaped forms."""
-    return [password for password in passwords.values() if any(form in text for form in forms(password))]
+def leaks(text):
+    """The awkward passwords found in ``text``, also in their escaped forms."""
+    return [password for password in AWKWARD.values() if any(form in text for form in forms(password))]
 
 
 def make_paths(tmp_path, names):
