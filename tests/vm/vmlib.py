@@ -283,8 +283,8 @@ class VM(object):
                        stderr=subprocess.DEVNULL, timeout=30, check=False)
 
     def ssh(self, command, check=True, timeout=120):
-        argv = ['ssh', '-i', self.key, '-p', str(self.port)] + SSH_OPTS + ['-o', 'ControlPath=' + self.control_path,
-                                                                          'root@127.0.0.1', command]
+        argv = ['ssh', '-i', self.key, '-p', str(self.port)] + SSH_OPTS
+        argv += ['-o', 'ControlPath=' + self.control_path, 'root@127.0.0.1', command]
         try:
             proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
         except subprocess.TimeoutExpired:
