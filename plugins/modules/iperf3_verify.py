@@ -663,7 +663,7 @@ class Verify(Verdict, Iperf3Run):
         except (IOError, OSError):
             return None
         fields = (value or '').split()
-        return int(fields[field]) if fields and fields[field].isdigit() else None
+        return bdp.read_whole(fields[field]) if fields else None
 
     def windows(self):
         """The buffers that bound the window of each stream, per side."""
