@@ -286,14 +286,9 @@ def _clamp_warning(factor, bdp, wanted, ms):
 def flow_count(value, name='flows'):
     """Concurrent flows (int, 1 or more) from an int or a string of digits ('4', as ``-e tcp_buffers_flows=4`` passes
     it).  Whole floats (4.0) are taken as well; fractions, units, booleans and anything else are refused."""
-    number = None
-    if isinstance(value, int) and not isinstance(value, bool):
+    number = read_whole(value)
+    if number is None and isinstance(value, float) and math.isfinite(value) and value.is_integer():
         number = int(value)
-    elif isinstance(value, float) and math.isfinite(value) and value.is_integer():
-        number = int(value)
-    elif isinstance(value, str):
-        match = _DIGITS.match(str.__str__(value))
-        number = int(match.group(1)) if match else None
     if number is None or number < 1:
         raise UnitError('%s: %s is not usable; expected %s.' % (name, _fmt(value), FLOWS_HELP))
     return number
