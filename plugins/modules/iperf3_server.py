@@ -174,7 +174,6 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bdp.wan_tune.plugins.module_utils import checks
 from ansible_collections.bdp.wan_tune.plugins.module_utils import iperf3
-from ansible_collections.bdp.wan_tune.plugins.module_utils.bdp import read_whole
 
 PROC = '/proc'
 LISTEN = '0A'
@@ -255,8 +254,7 @@ def read_pid(path):
             text = handle.read().strip()
     except (IOError, OSError):
         return None
-    pid = read_whole(text)
-    return pid if pid else None
+    return int(text) if text.isdigit() and int(text) > 0 else None
 
 
 def bind_error(port, bind=None):

@@ -629,13 +629,13 @@ class Verify(Verdict, Iperf3Run):
     def validate(self):
         p = self.params
         rules = (('port', checks.is_port(p['port']), checks.port_help(default=5201)),
-                  ('duration', 1 <= p['duration'] <= 86400, 'seconds from 1 to 86400'),
-                  ('omit', 0 <= p['omit'] <= 600, 'seconds from 0 to 600'),
-                  ('parallel', checks.is_streams(p['parallel']), checks.streams_help(default=1)),
-                  ('min_fraction', 0 < p['min_fraction'] <= 1, 'a fraction above 0 and at most 1, e.g. 0.7'),
-                  ('retries', 0 <= p['retries'] <= 100, 'a count from 0 to 100'),
-                  ('retry_delay', 0 <= p['retry_delay'] <= 3600, 'seconds from 0 to 3600'),
-                  ('connect_timeout', 0 < p['connect_timeout'] <= 600, 'seconds above 0, at most 600'))
+                 ('duration', 1 <= p['duration'] <= 86400, 'seconds from 1 to 86400'),
+                 ('omit', 0 <= p['omit'] <= 600, 'seconds from 0 to 600'),
+                 ('parallel', checks.is_streams(p['parallel']), checks.streams_help(default=1)),
+                 ('min_fraction', 0 < p['min_fraction'] <= 1, 'a fraction above 0 and at most 1, e.g. 0.7'),
+                 ('retries', 0 <= p['retries'] <= 100, 'a count from 0 to 100'),
+                 ('retry_delay', 0 <= p['retry_delay'] <= 3600, 'seconds from 0 to 3600'),
+                 ('connect_timeout', 0 < p['connect_timeout'] <= 600, 'seconds above 0, at most 600'))
         for name, good, accepted in rules:
             if not good:
                 self.fail('%s: %r is out of range; expected %s.' % (name, p[name], accepted))
