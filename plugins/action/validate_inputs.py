@@ -570,7 +570,7 @@ def _is_number(value):
 
 def range_problems(role, variables):
     """The role's numbers of ROLE_RANGES that are outside their ranges, in the words of the role's other checks:
-    'verify_streams: 0 is out of range; expected a whole number of streams from 1 to ...'  The role's argument
+    'verify_streams: 0 is out of range; expected a whole number of streams from 1 to 128.'  The role's argument
     specification has checked their types; a value that is not a number at all gets the message of check_host."""
     problems = []
     for var in ROLE_RANGES[role]:
