@@ -43,7 +43,7 @@ demo: setup
 	@RATE='$(RATE)' RTT='$(RTT)' LOSS='$(LOSS)' MTU='$(MTU)' DURATION='$(DURATION)' INVENTORY='$(INVENTORY)' \
 		bash scripts/demo.sh
 
-test: image vm-image
+test: image
 	@bash scripts/test.sh all
 
 check: setup

@@ -27,6 +27,7 @@ from ansible.errors import AnsibleError
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.bdp.wan_tune.plugins.module_utils import bdp as _bdp
+from ansible_collections.bdp.wan_tune.plugins.module_utils import checks as _checks
 from ansible_collections.bdp.wan_tune.plugins.module_utils import kmod as _kmod
 from ansible_collections.bdp.wan_tune.plugins.module_utils import linkmtu as _linkmtu
 from ansible_collections.bdp.wan_tune.plugins.module_utils import pathprobe as _pathprobe
@@ -67,29 +68,28 @@ PLAYBOOK_INPUTS = ('rate', 'rtt', 'mtu')
 # What Ansible's bool filter (ansible-core 2.19, plugins/filter/core.py) reads as true and false: these strings in any
 # case, with nothing around them, and the integers 1 and 0.  It coerces anything else with a deprecation warning
 # (' yes' to false), so anything else is refused here.
-BOOL_TRUE, BOOL_FALSE = _bdp.BOOL_TRUE, _bdp.BOOL_FALSE
-BOOL_HELP = 'true or false (also yes/no, on/off or 1/0, in any case)'
+BOOL_TRUE, BOOL_FALSE, BOOL_HELP = _bdp.BOOL_TRUE, _bdp.BOOL_FALSE, _bdp.BOOL_HELP
 PATH_HELP = 'an absolute path (starting with /)'
 IFNAME_HELP = 'a Linux interface name: 1 to 15 characters, no spaces, "/" or ":" (eth0, ens3, bond0.100)'
 LIST_HINT = (" In inventory write a YAML list (%(name)s: [a, b]); on the command line pass JSON: "
              "-e '{\"%(name)s\": [\"a\", \"b\"]}'.")
 # Whole numbers read by bdp.whole_number, and their ranges: (lowest, highest or None, what is accepted).
 INT_RANGES = {
-    'verify_streams': (1, 128, 'a whole number of streams from 1 to 128 (default 1)'),
+    'verify_streams': (_checks.STREAMS_MIN, _checks.STREAMS_MAX, _checks.streams_help(default=1)),
     'verify_duration': (1, 3600, 'a whole number of seconds from 1 to 3600 (default 10)'),
     'verify_omit': (0, 600, 'a whole number of seconds from 0 to 600 (default 3)'),
     'verify_report_html_runs': (1, None, 'a whole number of runs, 1 or more (default 20)'),
-    'tcp_buffers_probe_port': (1, 65535, 'a TCP port: a whole number from 1 to 65535 (default 22)'),
-    'jumbo_mtu_proof_port': (1, 65535, 'a TCP port: a whole number from 1 to 65535 (default 45219)'),
+    'tcp_buffers_probe_port': (_checks.PORT_MIN, _checks.PORT_MAX, _checks.port_help(default=22)),
+    'jumbo_mtu_proof_port': (_checks.PORT_MIN, _checks.PORT_MAX, _checks.port_help(default=45219)),
     'jumbo_mtu_confirm_timeout': (10, None, 'a whole number of seconds, 10 or more (default 180); the whole play '
                                             'must fit in it'),
     'wan_tune_max_fail_percentage': (0, 100, 'a whole percentage from 0 to 100 (default 100: a batch goes on while '
                                              'any of its hosts succeeds)'),
-    'rsync_daemon_port': (1, 65535, 'a TCP port: a whole number from 1 to 65535 (default 873)'),
-    'rsync_daemon_tls_port': (1, 65535, 'a TCP port: a whole number from 1 to 65535 (default 874)'),
+    'rsync_daemon_port': (_checks.PORT_MIN, _checks.PORT_MAX, _checks.port_help(default=873)),
+    'rsync_daemon_tls_port': (_checks.PORT_MIN, _checks.PORT_MAX, _checks.port_help(default=874)),
     'rsync_daemon_tls_days': (31, 3650, 'a whole number of days from 31 to 3650 (default 180)'),
     'rsync_daemon_streams': (1, 1024, 'a whole number of parallel streams from 1 to 1024 (default 4)'),
-    'hpn_ssh_port': (1, 65535, 'a TCP port from 1 to 65535 other than 22 (default 2222)'),
+    'hpn_ssh_port': (_checks.PORT_MIN, _checks.PORT_MAX, _hpnssh.PORT_HELP),
     'jumbo_mtu_probe_count': (1, None, 'a whole number of ICMP echoes per probe size, 1 or more (default 3)'),
     'jumbo_mtu_platform_max_mtu': (0, _linkmtu.MAX_MTU, '0 (no limit of your own) or an MTU from %d to %d'
                                    % (_linkmtu.MIN_MTU, _linkmtu.MAX_MTU)),
@@ -153,12 +153,9 @@ def plain(value):
 
 
 def show(value):
-    """A value as a message shows it: strings quoted, YAML spelling for the rest, at most about 40 characters."""
+    """A value as a message shows it (bdp.show_value), lists and mappings in YAML flow style, at most about 40
+    characters."""
     value = plain(value)
-    if isinstance(value, bool):
-        return 'true' if value else 'false'
-    if value is None:
-        return 'null (empty)'
     if isinstance(value, (list, dict)):
         text = yaml.safe_dump(value, default_flow_style=True, width=10 ** 6).strip()
         return text if len(text) <= _bdp.SHOW_CHARS else '%s... (%d characters)' % (text[:_bdp.SHOW_CHARS], len(text))

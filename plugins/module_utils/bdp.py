@@ -66,7 +66,12 @@ def _fmt(value):
 
 
 def show_value(value):
-    """How a message shows ``value`` (public name of ``_fmt``, for the other module_utils and the validation play)."""
+    """How a message shows ``value``, the one display of the collection's messages: booleans and null in YAML words,
+    strings quoted (newlines escaped), huge values cut to their start and their length."""
+    if isinstance(value, bool):
+        return 'true' if value else 'false'
+    if value is None:
+        return 'null (empty)'
     return _fmt(value)
 
 
@@ -281,27 +286,28 @@ def _clamp_warning(factor, bdp, wanted, ms):
 def flow_count(value, name='flows'):
     """Concurrent flows (int, 1 or more) from an int or a string of digits ('4', as ``-e tcp_buffers_flows=4`` passes
     it).  Whole floats (4.0) are taken as well; fractions, units, booleans and anything else are refused."""
-    number = None
-    if isinstance(value, int) and not isinstance(value, bool):
+    number = read_whole(value)
+    if number is None and isinstance(value, float) and math.isfinite(value) and value.is_integer():
         number = int(value)
-    elif isinstance(value, float) and math.isfinite(value) and value.is_integer():
-        number = int(value)
-    elif isinstance(value, str):
-        match = _DIGITS.match(str.__str__(value))
-        number = int(match.group(1)) if match else None
     if number is None or number < 1:
         raise UnitError('%s: %s is not usable; expected %s.' % (name, _fmt(value), FLOWS_HELP))
     return number
 
 
-def _whole(value, name, accepted, minimum=1):
-    """A whole number (int or a string of digits) of at least ``minimum``, or UnitError."""
-    number = None
+def read_whole(value):
+    """The collection's one whole-number reader: an int, or a string of digits as ``-e key=4`` passes it (spaces
+    around and a leading + allowed, at most 18 digits); None for anything else (booleans are not numbers)."""
     if isinstance(value, int) and not isinstance(value, bool):
-        number = int(value)
-    elif isinstance(value, str):
+        return int(value)
+    if isinstance(value, str):
         match = _DIGITS.match(str.__str__(value))
-        number = int(match.group(1)) if match else None
+        return int(match.group(1)) if match else None
+    return None
+
+
+def _whole(value, name, accepted, minimum=1):
+    """A whole number (read_whole) of at least ``minimum``, or UnitError."""
+    number = read_whole(value)
     if number is None or number < minimum:
         raise UnitError('%s: %s is not usable; expected %s.' % (name, _fmt(value), accepted))
     return number
@@ -479,6 +485,8 @@ def human_rate(bps):
 # Booleans as Ansible's ``bool`` filter reads them (the roles read every boolean that way); -e passes strings.
 BOOL_TRUE = ('true', 'yes', 'on', '1')
 BOOL_FALSE = ('false', 'no', 'off', '0')
+# What read_bool accepts, in the words of every message about a boolean.
+BOOL_HELP = 'true or false (also yes/no, on/off or 1/0, in any case)'
 
 
 def read_bool(value):

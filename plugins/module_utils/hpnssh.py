@@ -25,7 +25,8 @@ Which option an installed binary knows is never taken from a version table alone
 import os
 import re
 
-from ansible_collections.bdp.wan_tune.plugins.module_utils.bdp import read_bool
+from ansible_collections.bdp.wan_tune.plugins.module_utils import checks
+from ansible_collections.bdp.wan_tune.plugins.module_utils.bdp import BOOL_HELP, read_bool, show_value
 
 PPA = 'ppa:rapier1/hpnssh'
 COPR = 'rapier1/hpnssh'
@@ -50,7 +51,7 @@ REPOSITORY_HELP = ('a mapping with url (http://, https:// or file://) and key (t
 KEY_HELP = ('an https:// or file:// URL, an absolute path on the host, or the ASCII-armoured key '
             '(-----BEGIN PGP PUBLIC KEY BLOCK-----)')
 USERS_HELP = 'a list of user names or patterns (alice, "*@10.0.0.0/8"), without spaces'
-PORT_HELP = 'a TCP port from 1 to 65535 other than 22 (the system OpenSSH), as a number or digits (default 2222)'
+PORT_HELP = checks.port_help(default=2222, extra=', other than %d (the system OpenSSH)' % SYSTEM_SSH_PORT)
 HOST_KEY_TYPES = ('ed25519', 'rsa', 'ecdsa')
 
 # The HPN-only options: which side reads them, since and until which HPN-SSH version the documentation has them
@@ -113,34 +114,24 @@ def to_bool(value):
 
 
 def to_port(value):
-    """A TCP port from a number or a string of digits; ValueError otherwise (22 included)."""
-    if isinstance(value, bool):
+    """A TCP port (checks.read_port) other than 22; ValueError otherwise."""
+    port = checks.read_port(value)
+    if port is None or port == SYSTEM_SSH_PORT:
         raise ValueError(value)
-    if isinstance(value, str):
-        if not re.match(r'^[0-9]{1,5}$', value):
-            raise ValueError(value)
-        value = int(value)
-    if not isinstance(value, int) or not 1 <= value <= 65535 or value == SYSTEM_SSH_PORT:
-        raise ValueError(value)
-    return value
-
-
-def _show(value):
-    text = repr(value) if not isinstance(value, str) else '"%s"' % value
-    return text if len(text) <= 60 else text[:60] + '...'
+    return port
 
 
 def file_items(value, name='hpn_ssh_package_files'):
     """The package files as [{'path': ...} or {'url': ..., 'checksum': ...}, each with 'name'], and the problems."""
     problems, items = [], []
     if not isinstance(value, (list, tuple)):
-        return [], ['%s: %s is not a list; expected %s.' % (name, _show(value), FILES_HELP)]
+        return [], ['%s: %s is not a list; expected %s.' % (name, show_value(value), FILES_HELP)]
     for index, item in enumerate(value):
         where = '%s[%d]' % (name, index)
         if isinstance(item, str):
             if not item.startswith('/') or not item.endswith(('.deb', '.rpm')) or '\n' in item:
                 problems.append('%s: %s is not an absolute path to a .deb or .rpm file; expected %s.'
-                                % (where, _show(item), FILES_HELP))
+                                % (where, show_value(item), FILES_HELP))
                 continue
             items.append({'path': item, 'name': item.rsplit('/', 1)[-1]})
         elif isinstance(item, dict):
@@ -149,16 +140,17 @@ def file_items(value, name='hpn_ssh_package_files'):
             if (not isinstance(url, str) or not re.match(r'^(https?|ftp|file)://\S+$', url)
                     or not url.split('?')[0].endswith(('.deb', '.rpm'))):
                 problems.append('%s.url: %s is not an http(s), ftp or file URL of a .deb or .rpm file; expected %s.'
-                                % (where, _show(url), FILES_HELP))
+                                % (where, show_value(url), FILES_HELP))
             elif not isinstance(checksum, str) or not CHECKSUM.match(checksum):
                 problems.append('%s.checksum: %s is not a checksum; expected %s (a download is installed only when '
-                                'it matches).' % (where, _show(checksum), CHECKSUM_HELP))
+                                'it matches).' % (where, show_value(checksum), CHECKSUM_HELP))
             elif extra:
                 problems.append('%s: unknown keys %s; expected only url and checksum.' % (where, ', '.join(extra)))
             else:
                 items.append({'url': url, 'checksum': checksum, 'name': url.split('?')[0].rsplit('/', 1)[-1]})
         else:
-            problems.append('%s: %s is neither a path nor a mapping; expected %s.' % (where, _show(item), FILES_HELP))
+            problems.append('%s: %s is neither a path nor a mapping; expected %s.'
+                            % (where, show_value(item), FILES_HELP))
     return items, problems
 
 
@@ -184,26 +176,27 @@ def repository_problems(value, name='hpn_ssh_repository'):
     if value in (None, {}):
         return []
     if not isinstance(value, dict):
-        return ['%s: %s is not a mapping; expected %s.' % (name, _show(value), REPOSITORY_HELP)]
+        return ['%s: %s is not a mapping; expected %s.' % (name, show_value(value), REPOSITORY_HELP)]
     problems = []
     url, key = value.get('url'), value.get('key')
     if not isinstance(url, str) or not re.match(r'^(https?|file)://\S+$', url):
-        problems.append('%s.url: %s is not an http(s) or file URL; expected %s.' % (name, _show(url), REPOSITORY_HELP))
+        problems.append('%s.url: %s is not an http(s) or file URL; expected %s.'
+                        % (name, show_value(url), REPOSITORY_HELP))
     if not isinstance(key, str) or not key.strip():
         problems.append('%s.key: %s is missing or empty; the role adds no unsigned repository; expected %s.'
-                        % (name, _show(key), REPOSITORY_HELP))
+                        % (name, show_value(key), REPOSITORY_HELP))
     elif not re.match(r'^(https://\S+|file:///\S+|/\S+)$', key.strip()) and not key.strip().startswith('-----BEGIN'):
         # the key is what makes the repository trustworthy: fetched over plain http (or ftp), anyone on the path
         # could replace it together with the packages
         problems.append('%s.key: %s is not a key the role can trust; expected %s. A signing key is fetched only over '
-                        'https, never plain http.' % (name, _show(key), KEY_HELP))
+                        'https, never plain http.' % (name, show_value(key), KEY_HELP))
     suites = value.get('suites', '/')
     if not isinstance(suites, str) or not suites.strip() or ' ' in suites.strip():
         problems.append('%s.suites: %s is not one suite; expected a suite name or "/" (a flat repository).'
-                        % (name, _show(suites)))
+                        % (name, show_value(suites)))
     components = value.get('components', [])
     if not isinstance(components, (list, tuple)) or not all(isinstance(c, str) and c for c in components):
-        problems.append('%s.components: %s is not a list of component names.' % (name, _show(components)))
+        problems.append('%s.components: %s is not a list of component names.' % (name, show_value(components)))
     extra = sorted(set(value) - {'url', 'key', 'suites', 'components'})
     if extra:
         problems.append('%s: unknown keys %s; expected url, key, suites, components.' % (name, ', '.join(extra)))
@@ -218,37 +211,37 @@ def check_inputs(values):
     problems = []
     state = values.get('hpn_ssh_state', 'present')
     if state not in ('present', 'absent'):
-        problems.append('hpn_ssh_state: %s is not one of the choices; expected present or absent.' % _show(state))
+        problems.append('hpn_ssh_state: %s is not one of the choices; expected present or absent.' % show_value(state))
     source = values.get('hpn_ssh_source', 'auto')
     if source not in SOURCES:
         problems.append('hpn_ssh_source: %s is not one of the choices; expected one of %s.'
-                        % (_show(source), ', '.join(SOURCES)))
+                        % (show_value(source), ', '.join(SOURCES)))
     for var in ('hpn_ssh_server', 'hpn_ssh_client', 'hpn_ssh_reuse_host_keys', 'hpn_ssh_none_cipher',
                 'hpn_ssh_firewall', 'hpn_ssh_password_authentication'):
         if var in values:
             try:
                 to_bool(values[var])
             except ValueError:
-                problems.append('%s: %s is not a boolean; expected true or false (also yes/no, on/off or 1/0).'
-                                % (var, _show(values[var])))
+                problems.append('%s: %s is not a boolean; expected %s.' % (var, show_value(values[var]), BOOL_HELP))
     if 'hpn_ssh_port' in values:
         try:
             to_port(values['hpn_ssh_port'])
         except ValueError:
-            problems.append('hpn_ssh_port: %s is not usable; expected %s.' % (_show(values['hpn_ssh_port']), PORT_HELP))
+            problems.append('hpn_ssh_port: %s is not usable; expected %s.'
+                            % (show_value(values['hpn_ssh_port']), PORT_HELP))
     for var in ('hpn_ssh_allow_users', 'hpn_ssh_allow_groups'):
         value = values.get(var, [])
         if not isinstance(value, (list, tuple)):
-            problems.append('%s: %s is not a list; expected %s.' % (var, _show(value), USERS_HELP))
+            problems.append('%s: %s is not a list; expected %s.' % (var, show_value(value), USERS_HELP))
             continue
         for index, item in enumerate(value):
             if not isinstance(item, str) or not item or re.search(r'[\s#"]', item):
                 problems.append('%s[%d]: %s is not a name or pattern; expected %s.'
-                                % (var, index, _show(item), USERS_HELP))
+                                % (var, index, show_value(item), USERS_HELP))
     root = values.get('hpn_ssh_permit_root_login', 'no')
     if root not in ('no', 'prohibit-password', 'forced-commands-only'):
         problems.append('hpn_ssh_permit_root_login: %s is not one of the choices; expected no, prohibit-password or '
-                        'forced-commands-only (password logins for root are never written).' % _show(root))
+                        'forced-commands-only (password logins for root are never written).' % show_value(root))
     dummy, file_problems = file_items(values.get('hpn_ssh_package_files', []))
     problems.extend(file_problems)
     problems.extend(repository_problems(values.get('hpn_ssh_repository', {})))
@@ -260,11 +253,11 @@ def check_inputs(values):
     if (not isinstance(types, (list, tuple)) or not types
             or not all(isinstance(kind, str) and kind in HOST_KEY_TYPES for kind in types)):
         problems.append('hpn_ssh_host_key_types: %s is not usable; expected a non-empty list of %s.'
-                        % (_show(types), ', '.join(HOST_KEY_TYPES)))
+                        % (show_value(types), ', '.join(HOST_KEY_TYPES)))
     options = values.get('hpn_ssh_sshd_options', {})
     if not isinstance(options, dict) or not all(re.match(r'^[A-Za-z][A-Za-z0-9]*$', str(k)) for k in options):
         problems.append('hpn_ssh_sshd_options: %s is not a mapping of sshd_config keywords to values.'
-                        % _show(options))
+                        % show_value(options))
     return problems
 
 

@@ -146,7 +146,7 @@ class IcmpProber(object):
             if not ready:
                 return
             try:
-                data = self.sock.recv(65535 + 100)
+                data = self.sock.recv(linkmtu.MAX_MTU + 100)
             except (BlockingIOError, InterruptedError):
                 continue
             except OSError:

@@ -24,6 +24,8 @@ import fnmatch
 import os
 import re
 
+from ansible_collections.bdp.wan_tune.plugins.module_utils.bdp import read_whole
+
 try:
     import yaml
 except ImportError:
@@ -156,7 +158,7 @@ def nm_value(text):
     text = (text or '').strip()
     if text in ('', 'auto', '0', '--'):
         return None
-    return int(text) if text.isdigit() else None
+    return read_whole(text)
 
 
 def nm_commands(uuid, conn_type, mtu, device, reapply=True):

@@ -10,7 +10,9 @@ before it writes).  Pure functions, but for ``version_at_least``, which asks the
 import re
 
 from ansible_collections.bdp.wan_tune.plugins.module_utils import ipnet
-from ansible_collections.bdp.wan_tune.plugins.module_utils.bdp import read_bool
+from ansible_collections.bdp.wan_tune.plugins.module_utils import checks
+from ansible_collections.bdp.wan_tune.plugins.module_utils.bdp import BOOL_HELP, read_bool, show_value
+from ansible_collections.bdp.wan_tune.plugins.module_utils.bdp import read_whole as to_int
 
 # The daemon's settings, the one list of them: the role's variables rsync_daemon_<key>.  The action plugin
 # rsync_daemon_config collects them from the host's variables and hands them to the module in its option settings;
@@ -34,7 +36,6 @@ BACKPORTS = {
 }
 SELF_ADDRESSES = ('127.0.0.1', '::1')
 
-BOOL_HELP = 'true or false (also yes/no, on/off or 1/0)'
 NAME_RE = re.compile(r'^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$')
 ID_RE = re.compile(r'^([A-Za-z_][A-Za-z0-9_.-]{0,31}|[0-9]{1,10})$')
 NAME_HELP = 'a name of 1 to 64 letters, digits, _ . - (not starting with . or -)'
@@ -54,29 +55,12 @@ class Problems(list):
 
 
 def show(value):
-    if isinstance(value, bool):
-        return 'true' if value else 'false'
-    if value is None:
-        return 'null (empty)'
-    if isinstance(value, str):
-        text = value if len(value) <= 60 else value[:60] + '...'
-        return "'%s'" % text.replace('\n', '\\n')
+    """bdp.show_value, but a list or mapping only by its kind: it may hold passwords (users)."""
     if isinstance(value, dict):
         return 'a mapping'
     if isinstance(value, (list, tuple)):
         return 'a list' if value else '[] (empty)'
-    return str(value)
-
-
-def to_int(value):
-    """A whole number from an int or a string of digits; None otherwise (booleans are not numbers)."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
-    return None
+    return show_value(value)
 
 
 def _strings(problems, name, value, check, accepted):
@@ -167,10 +151,9 @@ def check_socket_options(problems, name, value):
 def _check_scalars(problems, settings, names):
     """state, address, port, streams, auth digest, socket options: {key: value} of the usable ones."""
     out = {}
-    port = to_int(settings.get('port', 873))
-    if port is None or not 1 <= port <= 65535:
-        problems.add(names['port'], settings.get('port'), 'is not a TCP port', 'a whole number from 1 to 65535 '
-                     '(default 873)')
+    port = checks.read_port(settings.get('port', 873))
+    if port is None:
+        problems.add(names['port'], settings.get('port'), 'is not a TCP port', checks.port_help(default=873))
     out['port'] = port
     streams = to_int(settings.get('streams', 4))
     if streams is None or not 1 <= streams <= 1024:

@@ -25,6 +25,7 @@ import ssl
 import tempfile
 import uuid
 
+from ansible_collections.bdp.wan_tune.plugins.module_utils import checks
 from ansible_collections.bdp.wan_tune.plugins.module_utils.rsyncd import Problems, to_int
 
 # The TLS settings (the role's variables rsync_daemon_<key>) that check() and plugin_utils/tls_ca.py problems() read,
@@ -49,7 +50,7 @@ RENEW_DAYS = 30
 DNS_RE = re.compile(r'^(?=.{1,253}$)([A-Za-z0-9_*]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)'
                     r'(\.[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*\.?$')
 NAME_HELP = 'a list of DNS names or IP addresses the senders use to reach the host, such as [rsync-b.dc2.example.org, 198.18.3.12]'
-PORT_HELP = 'a TCP port: a whole number from 1 to 65535 (default 874), other than rsync_daemon_port'
+PORT_HELP = checks.port_help(default=874, extra=', other than rsync_daemon_port')
 DAYS_HELP = 'a whole number of days from %d to 3650 (default 180)' % (RENEW_DAYS + 1)
 PEM_CERT_RE = re.compile(r'-----BEGIN CERTIFICATE-----[A-Za-z0-9+/=\s]+-----END CERTIFICATE-----')
 
@@ -98,8 +99,8 @@ def check(settings, names=None):
         return list(problems)
     if transport == 'plain':
         return list(problems)
-    port, plain_port = to_int(settings.get('tls_port', 874)), to_int(settings.get('port', 873))
-    if port is None or not 1 <= port <= 65535:
+    port, plain_port = checks.read_port(settings.get('tls_port', 874)), to_int(settings.get('port', 873))
+    if port is None:
         problems.add(name('tls_port'), settings.get('tls_port'), 'is not a TCP port', PORT_HELP)
     elif port == plain_port:
         problems.add(name('tls_port'), port, 'is also %s, the plain daemon\'s port' % name('port'), PORT_HELP)

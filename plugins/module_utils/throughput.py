@@ -63,10 +63,11 @@ def buffer_max(value, name):
         fields = [str(item) for item in value]
     else:
         fields = str(value).split() if value is not None and not isinstance(value, bool) else []
-    if not fields or not fields[-1].isdigit() or int(fields[-1]) < 1:
-        raise bdp.UnitError('%s: %r is not a buffer size; expected bytes (6291456) or the whole '
-                            'net.ipv4.tcp_rmem / tcp_wmem value ("4096 131072 6291456").' % (name, value))
-    return int(fields[-1])
+    maximum = bdp.read_whole(fields[-1]) if fields else None
+    if maximum is None or maximum < 1:
+        raise bdp.UnitError('%s: %s is not a buffer size; expected bytes (6291456) or the whole net.ipv4.tcp_rmem / '
+                            'tcp_wmem value ("4096 131072 6291456").' % (name, bdp.show_value(value)))
+    return maximum
 
 
 def _rtt_ms(rtt, name):

@@ -172,6 +172,7 @@ import socket
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.bdp.wan_tune.plugins.module_utils import checks
 from ansible_collections.bdp.wan_tune.plugins.module_utils import iperf3
 
 PROC = '/proc'
@@ -528,11 +529,12 @@ class Server(ServerBase):
 
     def main(self):
         port, (first, last) = self.params['port'], (self.params['port_range'] + [0, 0])[:2]
-        if not 0 <= port <= 65535:
-            self.fail('port: %r is out of range; expected 1 to 65535, or 0 to pick a free port.' % port)
-        if len(self.params['port_range']) != 2 or not 1 <= first <= last <= 65535:
-            self.fail('port_range: %r is not [first, last] with 1 <= first <= last <= 65535.'
-                      % self.params['port_range'])
+        if port != 0 and not checks.is_port(port):
+            self.fail('port: %r is out of range; expected %s, or 0 to pick a free port.' % (port, checks.port_help()))
+        if len(self.params['port_range']) != 2 or not checks.is_port(first) or not checks.is_port(last) \
+                or first > last:
+            self.fail('port_range: %r is not [first, last] with first <= last, each %s.'
+                      % (self.params['port_range'], checks.port_help()))
         if self.params['idle_timeout'] < 0 or self.params['startup_timeout'] <= 0:
             self.fail('idle_timeout must be 0 or more and startup_timeout above 0 (seconds).')
         if self.params['pidfile'] and port == 0 and self.params['state'] == 'present':

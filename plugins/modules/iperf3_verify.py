@@ -345,6 +345,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bdp.wan_tune.plugins.module_utils import bdp
+from ansible_collections.bdp.wan_tune.plugins.module_utils import checks
 from ansible_collections.bdp.wan_tune.plugins.module_utils import iperf3
 from ansible_collections.bdp.wan_tune.plugins.module_utils import sysctl
 from ansible_collections.bdp.wan_tune.plugins.module_utils import throughput
@@ -627,15 +628,15 @@ class Verify(Verdict, Iperf3Run):
     # ------------------------------------------------------------ inputs
     def validate(self):
         p = self.params
-        checks = (('port', 1 <= p['port'] <= 65535, 'a TCP port from 1 to 65535'),
-                  ('duration', 1 <= p['duration'] <= 86400, 'seconds from 1 to 86400'),
-                  ('omit', 0 <= p['omit'] <= 600, 'seconds from 0 to 600'),
-                  ('parallel', 1 <= p['parallel'] <= 128, 'streams from 1 to 128'),
-                  ('min_fraction', 0 < p['min_fraction'] <= 1, 'a fraction above 0 and at most 1, e.g. 0.7'),
-                  ('retries', 0 <= p['retries'] <= 100, 'a count from 0 to 100'),
-                  ('retry_delay', 0 <= p['retry_delay'] <= 3600, 'seconds from 0 to 3600'),
-                  ('connect_timeout', 0 < p['connect_timeout'] <= 600, 'seconds above 0, at most 600'))
-        for name, good, accepted in checks:
+        rules = (('port', checks.is_port(p['port']), checks.port_help(default=5201)),
+                 ('duration', 1 <= p['duration'] <= 86400, 'seconds from 1 to 86400'),
+                 ('omit', 0 <= p['omit'] <= 600, 'seconds from 0 to 600'),
+                 ('parallel', checks.is_streams(p['parallel']), checks.streams_help(default=1)),
+                 ('min_fraction', 0 < p['min_fraction'] <= 1, 'a fraction above 0 and at most 1, e.g. 0.7'),
+                 ('retries', 0 <= p['retries'] <= 100, 'a count from 0 to 100'),
+                 ('retry_delay', 0 <= p['retry_delay'] <= 3600, 'seconds from 0 to 3600'),
+                 ('connect_timeout', 0 < p['connect_timeout'] <= 600, 'seconds above 0, at most 600'))
+        for name, good, accepted in rules:
             if not good:
                 self.fail('%s: %r is out of range; expected %s.' % (name, p[name], accepted))
         if p['timeout'] is not None and p['timeout'] < 1:
@@ -662,7 +663,7 @@ class Verify(Verdict, Iperf3Run):
         except (IOError, OSError):
             return None
         fields = (value or '').split()
-        return int(fields[field]) if fields and fields[field].isdigit() else None
+        return bdp.read_whole(fields[field]) if fields else None
 
     def windows(self):
         """The buffers that bound the window of each stream, per side."""

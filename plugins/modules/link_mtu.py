@@ -259,6 +259,7 @@ import random
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.bdp.wan_tune.plugins.module_utils import checks
 from ansible_collections.bdp.wan_tune.plugins.module_utils import files
 from ansible_collections.bdp.wan_tune.plugins.module_utils import linkmtu
 from ansible_collections.bdp.wan_tune.plugins.module_utils import mtuplan
@@ -737,8 +738,9 @@ def main():
     if module.params['confirm_timeout'] < 10:
         module.fail_json(msg='confirm_timeout: %d s is too short to confirm over a new connection; use 10 or more.'
                          % module.params['confirm_timeout'])
-    if not 1 <= module.params['proof_port'] <= 65535:
-        module.fail_json(msg='proof_port: %d is not a TCP port (1..65535).' % module.params['proof_port'])
+    if not checks.is_port(module.params['proof_port']):
+        module.fail_json(msg='proof_port: %d is not a TCP port; expected %s.'
+                         % (module.params['proof_port'], checks.port_help(default=45219)))
     if module.params['probe_count'] < 1:
         module.fail_json(msg='probe_count: %d; send at least one probe.' % module.params['probe_count'])
     # one state-changing step at a time on the host: the records are read, changed and written under the lock

@@ -141,6 +141,7 @@ summary:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.bdp.wan_tune.plugins.module_utils import checks
 from ansible_collections.bdp.wan_tune.plugins.module_utils import files
 from ansible_collections.bdp.wan_tune.plugins.module_utils import pathprobe
 
@@ -249,8 +250,8 @@ def main():
     if not 1 <= params['count'] <= 100 or params['timeout'] <= 0 or not 0 <= params['tolerance'] < 1:
         module.fail_json(msg='count must be 1 to 100, timeout above 0 and tolerance from 0 to below 1 (got %r, %r, '
                              '%r).' % (params['count'], params['timeout'], params['tolerance']))
-    if not 1 <= params['port'] <= 65535:
-        module.fail_json(msg='port: %r is out of range; expected 1 to 65535.' % params['port'])
+    if not checks.is_port(params['port']):
+        module.fail_json(msg='port: %r is out of range; expected %s.' % (params['port'], checks.port_help(default=22)))
     parts = []
     if params['rate']:
         parts.append(measure_rate(module, result))

@@ -124,8 +124,8 @@ def test_a_source_the_distribution_cannot_use_fails(tmp_path):
 
 
 @pytest.mark.parametrize('extra, words', [
-    ({'hpn_ssh_port': '22'}, 'hpn_ssh_port: "22" is not usable'),
-    ({'hpn_ssh_none_cipher': 'perhaps'}, 'hpn_ssh_none_cipher: "perhaps" is not a boolean'),
+    ({'hpn_ssh_port': '22'}, "hpn_ssh_port: '22' is not usable"),
+    ({'hpn_ssh_none_cipher': 'perhaps'}, "hpn_ssh_none_cipher: 'perhaps' is not a boolean"),
     ({'hpn_ssh_package_files': [{'url': 'https://f.example.invalid/a.deb'}]}, 'hpn_ssh_package_files[0].checksum'),
     ({'hpn_ssh_package_files': ['/nonexistent/bdp-wan-tune/hpnssh-server_18.6.2_amd64.deb']},
      'hpn_ssh_package_files[0]: "/nonexistent/bdp-wan-tune/hpnssh-server_18.6.2_amd64.deb" does not exist on the '

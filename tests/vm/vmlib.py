@@ -104,6 +104,7 @@ class VM(object):
         self.port = free_port()
         self.key = os.path.join(workdir, 'id_ed25519')
         self.console = os.path.join(workdir, 'console.log')
+        self.control_path = os.path.join(workdir, 'ssh.sock')
         self.qemu_err = os.path.join(workdir, 'qemu.err')
         self.proc = None
 
@@ -222,6 +223,7 @@ class VM(object):
             rc, out, _err = self.ssh('cat /proc/sys/kernel/random/boot_id', check=False, timeout=15)
             if rc == 0 and out.strip():
                 self.boot_id = out.strip()
+                self._master()
                 return
             time.sleep(2)
         raise VMError('%s: no SSH after %d s; console: %s' % (self.suite, timeout, self._tail()))
@@ -236,6 +238,7 @@ class VM(object):
         """systemctl reboot, then wait for a new boot (a different boot_id) to answer on SSH."""
         old = self.boot_id
         self.ssh('systemctl reboot', check=False, timeout=15)
+        self._master('exit')
         deadline = time.time() + timeout
         while time.time() < deadline:
             time.sleep(3)
@@ -253,6 +256,7 @@ class VM(object):
     def stop(self):
         if self.proc and self.proc.poll() is None:
             self.ssh('systemctl poweroff', check=False, timeout=10)
+            self._master('exit')
             try:
                 self.proc.wait(30)
             except subprocess.TimeoutExpired:
@@ -269,8 +273,18 @@ class VM(object):
             return '(no console log)'
 
     # ------------------------------------------------------------------ access
+    def _master(self, operation=None):
+        """Start (or with ``operation='exit'`` stop) the SSH master connection that the test's own commands share:
+        under TCG every new SSH connection costs the guest a key exchange (about a second). Without a master,
+        ``ssh`` connects directly."""
+        argv = ['ssh', '-i', self.key, '-p', str(self.port)] + SSH_OPTS + ['-o', 'ControlPath=' + self.control_path]
+        argv += ['-O', operation] if operation else ['-M', '-N', '-f', '-o', 'ControlPersist=yes']
+        subprocess.run(argv + ['root@127.0.0.1'], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, timeout=30, check=False)
+
     def ssh(self, command, check=True, timeout=120):
-        argv = ['ssh', '-i', self.key, '-p', str(self.port)] + SSH_OPTS + ['root@127.0.0.1', command]
+        argv = ['ssh', '-i', self.key, '-p', str(self.port)] + SSH_OPTS
+        argv += ['-o', 'ControlPath=' + self.control_path, 'root@127.0.0.1', command]
         try:
             proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
         except subprocess.TimeoutExpired:
@@ -338,9 +352,11 @@ echo '=== sysctl'; sysctl -a 2>/dev/null | sort
 echo '=== lsmod'; lsmod | awk 'NR > 1 { print $1 }' | sort
 echo '=== tc'; tc qdisc show
 echo '=== mtu'; ip -o link show | awk '{ print $2, $4, $5 }'
-echo '=== files'; find /etc /var/lib/bdp_wan_tune -xdev \( -type f -o -type l \) 2>/dev/null | sort | while read -r f; do
-  if [ -L "$f" ]; then echo "$f -> $(readlink "$f")"; else echo "$f $(sha256sum < "$f" | cut -c1-16)"; fi
-done
+echo '=== files'; {
+  find /etc /var/lib/bdp_wan_tune -xdev -type l -printf '%p -> %l\n' 2>/dev/null
+  find /etc /var/lib/bdp_wan_tune -xdev -type f -print0 2>/dev/null | xargs -0r sha256sum |
+    sed -E 's/^([0-9a-f]{16})[0-9a-f]* [ *](.*)$/\2 \1/'
+} | sort
 """
 
 

@@ -209,17 +209,23 @@ def wire(start=True, **options):
         w.close()
 
 
+LATE = 0.5      # s: how late the machine's load may make a delivery (half the RTT would be 0.030 s)
+
+
 def test_one_way_delay_is_half_the_rtt():
     with wire(rate='1g', rtt=60, mtu=1500) as w:
         sent = time.monotonic()
         w.host_a.send(ipv4(1000))
         (arrived, pkt), = w.recv_all(w.host_b)
         assert pkt == ipv4(1000)
-        assert 0.030 <= arrived - sent < 0.030 + 0.050
+        # Never early: the line holds a packet for half the RTT. Late only by scheduling: the bound below is wide,
+        # because a loaded 2-core machine delays delivery by tens of ms; the lab tests pin the RTT end to end
+        # (test_rollout_lab.py: rtt=auto measures 98 to 110 ms on the 98 ms line).
+        assert 0.030 <= arrived - sent < 0.030 + LATE
         sent = time.monotonic()
         w.host_b.send(ipv4(100, src=B_IP, dst=A_IP))
         (arrived, pkt), = w.recv_all(w.host_a)
-        assert 0.030 <= arrived - sent < 0.080
+        assert 0.030 <= arrived - sent < 0.030 + LATE
         c = w.line.counters()
         assert c['a_to_b']['packets'] == c['a_to_b']['delivered_packets'] == 1
         assert c['a_to_b']['bytes'] == 1000
@@ -312,9 +318,10 @@ def test_directions_are_independent():
 
 def test_control_socket_set_link_counters_reset_and_no_reordering():
     name = 'bdp-lab-pytest-ctl%d' % os.getpid()
-    with wire(control_name=name, rate='1g', rtt=100, mtu=1500) as w:
+    # the old one-way delay (300 ms) is far from the new one (1 ms), so that a loaded machine cannot blur them
+    with wire(control_name=name, rate='1g', rtt=600, mtu=1500) as w:
         assert wanlab.control_request(name, {'op': 'ping'})['ok']
-        w.host_a.send(ipv4(100, ident=1))                  # due in 50 ms
+        w.host_a.send(ipv4(100, ident=1))                  # due in 300 ms
         new = wanlab.validate(rate='1g', rtt=2, mtu=1500)
         reply = wanlab.control_request(name, {'op': 'set', 'link': new})
         assert reply['counters']['link']['rtt_ms'] == 2
@@ -325,7 +332,7 @@ def test_control_socket_set_link_counters_reset_and_no_reordering():
         sent = time.monotonic()
         w.host_a.send(ipv4(100, ident=3))
         (arrived, dummy), = w.recv_all(w.host_b)
-        assert arrived - sent < 0.040                       # the new 1 ms one-way delay
+        assert arrived - sent < 0.200                       # the new 1 ms one-way delay, not the old 300 ms
         counters = wanlab.control_request(name, {'op': 'counters'})['counters']
         assert counters['a_to_b']['delivered_packets'] == 3
         assert wanlab.control_request(name, {'op': 'reset'})['counters']['a_to_b']['packets'] == 0

@@ -1,0 +1,215 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, bdp.wan_tune contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""One place for each rule (issue 16): a rule of RULES written again outside its home fails with both places.
+
+Not a clone detector: a few exact patterns, one row each.  A row is
+  name     what the rule is, as the failure names it;
+  kind     'number': an int literal in Python code, as written (0xffff is not 65535); 'text': a string literal in
+           Python code (docstrings and the DOCUMENTATION, EXAMPLES and RETURN blocks document, they are skipped);
+           'line': a line of any file of ``files`` (for YAML and templates);
+  pattern  a regular expression: the whole literal for 'number', a search in the text or line otherwise;
+  home     the one file allowed to hold it (it must hold it), or None: built from the home's constants everywhere;
+  context  for 'number' and 'text': a regular expression the source line must also match (None: any line);
+  unless   a regular expression that excepts a source line (uses of the same digits for another fact, by name);
+  files    glob patterns, relative to the repository, of the files searched.
+To add a rule, add a row.  The same list from a shell: python tests/unit/test_one_rule.py
+"""
+
+from __future__ import annotations
+
+import ast
+import collections
+import glob
+import os
+import re
+import sys
+
+import pytest
+import yaml
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
+PY = ('plugins/**/*.py',)
+
+Rule = collections.namedtuple('Rule', 'name kind pattern home context unless files')
+Rule.__new__.__defaults__ = (None, None, PY)
+
+RULES = (
+    Rule('the TCP port bound 65535 (module_utils/checks.py PORT_MAX)', 'number', r'65535',
+         'plugins/module_utils/checks.py', unless=r'(?i)mtu'),
+    Rule('the TCP port range in words (checks.port_help)', 'text', r'\b1 ?(to|\.\.|-) ?65535\b', None),
+    Rule('the stream bound 128 (module_utils/checks.py STREAMS_MAX)', 'number', r'128',
+         'plugins/module_utils/checks.py', context=r'(?i)stream|parallel'),
+    Rule('the stream range in words (checks.streams_help)', 'text', r'\b1 to 128\b', None),
+    Rule('the boolean help text (module_utils/bdp.py BOOL_HELP)', 'text', r'true or false \(also yes/no',
+         'plugins/module_utils/bdp.py'),
+)
+DOC_BLOCKS = ('DOCUMENTATION', 'EXAMPLES', 'RETURN')
+
+
+def _docstrings(tree):
+    """The ids of the string nodes that are documentation: docstrings and the module's doc blocks."""
+    ids = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                ids.add(id(first.value))
+        if isinstance(node, ast.Assign) and any(getattr(target, 'id', None) in DOC_BLOCKS for target in node.targets):
+            ids.update(id(sub) for sub in ast.walk(node.value))
+    return ids
+
+
+_PARSED = {}
+
+
+def _constants(text, path):
+    """[(value, as written, line number, source line)] of the literals of one Python source, documentation left out;
+    parsed once per file and content."""
+    key = (path, text)
+    if key not in _PARSED:
+        tree = ast.parse(text, path)
+        lines = text.splitlines()
+        skip = _docstrings(tree)
+        _PARSED[key] = [(node.value, lines[node.lineno - 1][node.col_offset:node.end_col_offset]
+                         if node.lineno == node.end_lineno else None, node.lineno, lines[node.lineno - 1])
+                        for node in ast.walk(tree) if isinstance(node, ast.Constant) and id(node) not in skip]
+    return _PARSED[key]
+
+
+def _python_hits(rule, text, path):
+    """[line number] of the literals of ``rule`` in one Python source."""
+    hits = set()
+    for value, written, number, line in _constants(text, path):
+        if rule.kind == 'number':       # as written: 0xffff is a mask, not the number 65535
+            found = isinstance(value, int) and not isinstance(value, bool) and re.fullmatch(rule.pattern, written or '')
+        else:
+            found = isinstance(value, str) and re.search(rule.pattern, value)
+        if found and (rule.context is None or re.search(rule.context, line)) \
+                and (rule.unless is None or not re.search(rule.unless, line)):
+            hits.add(number)
+    return sorted(hits)
+
+
+def hits(rule, root=ROOT):
+    """['path:line'] of every place ``rule`` is written under ``root``."""
+    found = []
+    paths = sorted(set(path for pattern in rule.files
+                       for path in glob.glob(os.path.join(root, pattern), recursive=True)))
+    for path in paths:
+        with open(path, encoding='utf-8') as handle:
+            text = handle.read()
+        where = os.path.relpath(path, root)
+        if rule.kind == 'line':
+            numbers = [index + 1 for index, line in enumerate(text.splitlines()) if re.search(rule.pattern, line)
+                       and (rule.unless is None or not re.search(rule.unless, line))]
+        else:
+            numbers = _python_hits(rule, text, path)
+        found.extend('%s:%d' % (where, number) for number in numbers)
+    return found
+
+
+def copies(rules=RULES, root=ROOT):
+    """One message per rule written more than once (or lost from its home); [] when each is in one place."""
+    problems = []
+    for rule in rules:
+        places = hits(rule, root)
+        home = [place for place in places if rule.home and place.rsplit(':', 1)[0] == rule.home]
+        others = [place for place in places if place not in home]
+        if rule.home and not home:
+            problems.append('%s: not found in its home %s (moved? update RULES)' % (rule.name, rule.home))
+        if others:
+            problems.append('%s is written again at %s; use the one in %s' % (
+                rule.name, ', '.join(others), home[0] if home else 'module_utils (build the text from its constants)'))
+    return problems
+
+
+def test_each_rule_is_written_once():
+    assert copies() == []
+
+
+# ----------------------------------------------------------------------------- the check can fail
+
+HOME_CHECKS = 'PORT_MIN, PORT_MAX = 1, 65535\nSTREAMS_MIN, STREAMS_MAX = 1, 128\n'
+HOME_BDP = "BOOL_HELP = 'true or false (also yes/no, on/off or 1/0, in any case)'\n"
+
+
+def _tree(tmp_path, extra):
+    for rel, text in dict({'plugins/module_utils/checks.py': HOME_CHECKS,
+                           'plugins/module_utils/bdp.py': HOME_BDP}, **extra).items():
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding='utf-8')
+    return str(tmp_path)
+
+
+def test_the_homes_alone_pass(tmp_path):
+    assert copies(root=_tree(tmp_path, {})) == []
+
+
+@pytest.mark.parametrize('source, rule, place, home', [
+    ('import os\n\n\ndef ok(port):\n    return 1 <= port <= 65535\n', 'TCP port bound',
+     'plugins/modules/fake.py:5', 'plugins/module_utils/checks.py:1'),
+    ("HELP = 'a port from 1 to 65535'\n", 'TCP port range in words', 'plugins/modules/fake.py:1', 'module_utils'),
+    ("CHECKS = (('parallel', 1, 128),)\n", 'stream bound 128', 'plugins/modules/fake.py:1',
+     'plugins/module_utils/checks.py:2'),
+    ("\n\nBOOL = 'expected true or false (also yes/no, on/off or 1/0)'\n", 'boolean help text',
+     'plugins/modules/fake.py:3', 'plugins/module_utils/bdp.py:1'),
+])
+def test_a_second_copy_fails_with_its_place(tmp_path, source, rule, place, home):
+    problems = copies(root=_tree(tmp_path, {'plugins/modules/fake.py': source}))
+    assert len(problems) == 1, problems
+    assert rule in problems[0] and place in problems[0] and home in problems[0], problems
+
+
+@pytest.mark.parametrize('source', [
+    'MAX_MTU = 65535\n',                                  # an MTU, excepted by name
+    'def f(sock, linkmtu):\n    return sock.recv(linkmtu.MAX_MTU + 100)\n',
+    "TYPE = 128  # ICMPv6 echo request\n",                # 128 for another fact
+    'MASK = 0xffff\n',                                   # 65535 as a mask, written so
+    'def f(net):\n    return net.prefixlen == 128\n',
+    '"""Ports run from 1 to 65535."""\n',                # a docstring documents, it does not decide
+    "DOCUMENTATION = r'''\noptions:\n  port:\n    description: 1 to 65535\n'''\n",
+])
+def test_other_facts_and_documentation_pass(tmp_path, source):
+    assert copies(root=_tree(tmp_path, {'plugins/modules/fake.py': source})) == []
+
+
+def test_a_home_that_lost_its_rule_fails(tmp_path):
+    root = _tree(tmp_path, {'plugins/module_utils/checks.py': 'PORT_MAX = 65534\nSTREAMS_MAX = 128\n'})
+    assert copies(root=root) == ['the TCP port bound 65535 (module_utils/checks.py PORT_MAX): not found in its '
+                                 'home plugins/module_utils/checks.py (moved? update RULES)']
+
+
+def test_a_line_rule_names_the_file_and_line(tmp_path):
+    root = _tree(tmp_path, {'roles/x/vars/main.yml': 'a: 1\nkeys: [port, streams]\n'})
+    rule = Rule('a settings list', 'line', r'\[port, streams\]', None, files=('roles/**/*.yml',))
+    assert copies(rules=(rule,), root=root) == [
+        'a settings list is written again at roles/x/vars/main.yml:2; use the one in module_utils (build the text '
+        'from its constants)']
+
+
+# ----------------------------------------------------------------------------- the words of the docs agree
+
+def _options(role):
+    with open(os.path.join(ROOT, 'roles', role, 'meta', 'argument_specs.yml'), encoding='utf-8') as handle:
+        return yaml.safe_load(handle)['argument_specs']['main']['options']
+
+
+@pytest.mark.parametrize('role, option, bounds', [
+    ('verify', 'verify_streams', ('STREAMS_MIN', 'STREAMS_MAX')),
+    ('rsync_daemon', 'rsync_daemon_port', ('PORT_MIN', 'PORT_MAX')),
+    ('rsync_daemon', 'rsync_daemon_tls_port', ('PORT_MIN', 'PORT_MAX')),
+])
+def test_argument_specs_say_the_bounds_of_module_utils(role, option, bounds):
+    from ansible_collections.bdp.wan_tune.plugins.module_utils import checks
+    words = '%d to %d' % tuple(getattr(checks, name) for name in bounds)
+    description = _options(role)[option]['description']
+    description = ' '.join(description) if isinstance(description, list) else description
+    assert words in description, (role, option, words, description)
+
+
+if __name__ == '__main__':
+    for message in copies():
+        print(message)
+    sys.exit(1 if copies() else 0)
