@@ -31,6 +31,14 @@ import yaml
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 PY = ('plugins/**/*.py',)
 
+# Three rsync setting names in a row in a sequence literal: a list of the settings. And a YAML key that hands a
+# setting on to its role variable (address and port are left out: tls.yml and verify.yml pass those single values).
+RSYNC_NAMES = r'(?:modules|users|address|port|streams|socket_options|auth_digest|hosts_allow|allow_self)'
+RSYNC_SEQUENCE = r'\s*,\s*'.join(r"""(['"])(?:rsync_daemon_)?%s\%d""" % (RSYNC_NAMES, n) for n in (1, 2, 3))
+RSYNC_FORWARD = (r'''^\s*(modules|users|streams|socket_options|auth_digest|hosts_allow|allow_self):\s*["']?'''
+                 r'''\{\{\s*rsync_daemon_\1\b''')
+RSYNC_FILES = ('plugins/**/*.py', 'roles/**/*.yml', 'playbooks/**/*.yml')
+
 Rule = collections.namedtuple('Rule', 'name kind pattern home context unless files')
 Rule.__new__.__defaults__ = (None, None, PY)
 
@@ -43,6 +51,10 @@ RULES = (
     Rule('the stream range in words (checks.streams_help)', 'text', r'\b1 to 128\b', None),
     Rule('the boolean help text (module_utils/bdp.py BOOL_HELP)', 'text', r'true or false \(also yes/no',
          'plugins/module_utils/bdp.py'),
+    Rule('the list of rsync settings (module_utils/rsyncd.py SETTINGS)', 'line', RSYNC_SEQUENCE,
+         'plugins/module_utils/rsyncd.py', files=RSYNC_FILES),
+    Rule('an rsync setting handed on by name (the action plugin reads them by rsyncd.SETTINGS)', 'line',
+         RSYNC_FORWARD, None, files=RSYNC_FILES),
 )
 DOC_BLOCKS = ('DOCUMENTATION', 'EXAMPLES', 'RETURN')
 
@@ -132,11 +144,12 @@ def test_each_rule_is_written_once():
 
 HOME_CHECKS = 'PORT_MIN, PORT_MAX = 1, 65535\nSTREAMS_MIN, STREAMS_MAX = 1, 128\n'
 HOME_BDP = "BOOL_HELP = 'true or false (also yes/no, on/off or 1/0, in any case)'\n"
+HOME_RSYNCD = "SETTINGS = ('modules', 'users', 'address', 'port')\n"
 
 
 def _tree(tmp_path, extra):
-    for rel, text in dict({'plugins/module_utils/checks.py': HOME_CHECKS,
-                           'plugins/module_utils/bdp.py': HOME_BDP}, **extra).items():
+    for rel, text in dict({'plugins/module_utils/checks.py': HOME_CHECKS, 'plugins/module_utils/bdp.py': HOME_BDP,
+                           'plugins/module_utils/rsyncd.py': HOME_RSYNCD}, **extra).items():
         path = tmp_path / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding='utf-8')
@@ -179,6 +192,18 @@ def test_a_home_that_lost_its_rule_fails(tmp_path):
     root = _tree(tmp_path, {'plugins/module_utils/checks.py': 'PORT_MAX = 65534\nSTREAMS_MAX = 128\n'})
     assert copies(root=root) == ['the TCP port bound 65535 (module_utils/checks.py PORT_MAX): not found in its '
                                  'home plugins/module_utils/checks.py (moved? update RULES)']
+
+
+@pytest.mark.parametrize('rel, source, rule, place, home', [
+    ('plugins/action/fake.py', "KEYS = ['rsync_daemon_modules', 'rsync_daemon_users', 'rsync_daemon_port']\n",
+     'list of rsync settings', 'plugins/action/fake.py:1', 'plugins/module_utils/rsyncd.py:1'),
+    ('roles/rsync_daemon/tasks/present.yml', '- x:\n    users: "{{ rsync_daemon_users }}"\n',
+     'rsync setting handed on by name', 'roles/rsync_daemon/tasks/present.yml:2', 'module_utils'),
+])
+def test_a_second_rsync_settings_list_fails_with_its_place(tmp_path, rel, source, rule, place, home):
+    problems = copies(root=_tree(tmp_path, {rel: source}))
+    assert len(problems) == 1, problems
+    assert rule in problems[0] and place in problems[0] and home in problems[0], problems
 
 
 def test_a_line_rule_names_the_file_and_line(tmp_path):
