@@ -83,8 +83,7 @@ def tasks_in(tasks):
     for task in tasks or []:
         yield task
         for key in ('block', 'rescue', 'always'):
-            for inner in tasks_in(task.get(key)):
-                yield inner
+            yield from tasks_in(task.get(key))
 
 
 def includes_rollback(task, entry_point):
