@@ -31,6 +31,7 @@ from ansible_collections.bdp.wan_tune.plugins.module_utils import checks as _che
 from ansible_collections.bdp.wan_tune.plugins.module_utils import kmod as _kmod
 from ansible_collections.bdp.wan_tune.plugins.module_utils import linkmtu as _linkmtu
 from ansible_collections.bdp.wan_tune.plugins.module_utils import pathprobe as _pathprobe
+from ansible_collections.bdp.wan_tune.plugins.module_utils import peers as _peers
 from ansible_collections.bdp.wan_tune.plugins.module_utils import hpnssh as _hpnssh
 from ansible_collections.bdp.wan_tune.plugins.module_utils import rsyncd as _rsyncd
 from ansible_collections.bdp.wan_tune.plugins.module_utils import rsynctls as _rsynctls
@@ -696,15 +697,11 @@ class ActionModule(ActionBase):
                 if other == host:
                     continue
                 try:
-                    other_vars = hostvars[other]
-                    if 'jumbo_mtu_address' in other_vars:
-                        peers.append((plain(other_vars['jumbo_mtu_address']), 'jumbo_mtu_address of host %s' % other))
-                    elif 'ansible_host' in other_vars:
-                        peers.append((plain(other_vars['ansible_host']), 'ansible_host of host %s' % other))
-                    else:
-                        peers.append((plain(other), 'inventory name of host %s' % other))
+                    address, var = _peers.address_of(other, hostvars[other])
+                    peers.append((plain(address), '%s of host %s' % (var or 'inventory name', other)))
                 except AnsibleError as exc:
-                    peers.append((Unresolved(str(exc)), 'jumbo_mtu_address of host %s' % other))
+                    where = getattr(exc, 'address_var', 'address')
+                    peers.append((Unresolved(str(exc)), '%s of host %s' % (where, other)))
             return peers
 
         problems = check_host(variables, tcp_buffers=args['tcp_buffers'], jumbo_mtu=args['jumbo_mtu'],

@@ -8,11 +8,12 @@ Documentation lives in peer_addresses.yml beside this file.
 
 from ansible.errors import AnsibleFilterError
 
-ADDRESS_VARS = ('wan_address', 'jumbo_mtu_address', 'ansible_host')
+from ansible_collections.bdp.wan_tune.plugins.module_utils import peers as _peers
 
 
-def peer_addresses(names, hostvars, address_vars=ADDRESS_VARS):
-    """['b', '198.18.0.9'] -> ['198.18.0.2', '198.18.0.9']: an inventory host's first address variable, else the name."""
+def peer_addresses(names, hostvars):
+    """['b', '198.18.0.9'] -> ['198.18.0.2', '198.18.0.9']: an inventory host's address on the WAN path
+    (module_utils/peers.py), else the name."""
     if isinstance(names, str):
         names = [names]
     if not isinstance(names, (list, tuple)):
@@ -20,13 +21,7 @@ def peer_addresses(names, hostvars, address_vars=ADDRESS_VARS):
     addresses = []
     for name in names:
         name = str(name)
-        address = name
-        if name in hostvars:
-            host = hostvars[name]
-            for var in address_vars:
-                if var in host and host[var] not in (None, ''):
-                    address = str(host[var])
-                    break
+        address = str(_peers.address_of(name, hostvars[name])[0]) if name in hostvars else name
         if address not in addresses:
             addresses.append(address)
     return addresses

@@ -9,8 +9,8 @@ change is confirmed in time.  Whoever creates the decision directory first (the 
 decides; ``mkdir`` is atomic, so the other backs off.
 
 The run directory (default /run/bdp_wan_tune, cleared at boot) holds the script, the pid file and the
-decision marker; the state directory holds the revert log.  The run directory can be moved for tests only,
-with the environment variable BDP_WAN_TUNE_RUN_DIR (see docs/testing.md); it is not an option.
+decision marker; the state directory holds the revert log.  RUN_DIR is not an option: the unit tests patch the
+constant (docs/testing.md).
 """
 
 import errno
@@ -24,14 +24,13 @@ from ansible_collections.bdp.wan_tune.plugins.module_utils import files
 from ansible_collections.bdp.wan_tune.plugins.module_utils import linkmtu
 
 RUN_DIR = '/run/bdp_wan_tune'
-RUN_DIR_ENV = 'BDP_WAN_TUNE_RUN_DIR'
 REVERT_LOG = 'jumbo_mtu-reverts.log'
 UNIT_PREFIX = 'bdp-wan-tune-mtu-'
 
 
 def run_dir_path():
-    """The run directory: /run/bdp_wan_tune, or the test's directory from BDP_WAN_TUNE_RUN_DIR."""
-    return os.environ.get(RUN_DIR_ENV) or RUN_DIR
+    """The run directory, /run/bdp_wan_tune (read when called, so that a unit test can patch RUN_DIR)."""
+    return RUN_DIR
 
 
 def ensure_run_dir():

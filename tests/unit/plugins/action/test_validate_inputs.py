@@ -712,6 +712,16 @@ def test_action_takes_the_peers_from_the_other_hosts():
     assert 'of host c' not in result['msg']
 
 
+def test_action_reads_the_peers_in_the_order_of_the_peer_addresses_filter():
+    # module_utils/peers.py: wan_address before jumbo_mtu_address before ansible_host (an empty one is not set)
+    hostvars = {'a': {}, 'b': {'wan_address': 'bad wan', 'jumbo_mtu_address': '198.18.0.2', 'ansible_host': '10.0.0.2'},
+                'c': {'wan_address': '', 'ansible_host': 'bad host'}}
+    result = run_action({'inventory_hostname': 'a', 'rate': '1g', 'rtt': '98', 'mtu': '9000',
+                         'ansible_play_hosts_all': ['a', 'b', 'c'], 'hostvars': hostvars})
+    assert "- wan_address of host b: peer 'bad wan' is neither an IP address" in result['msg']
+    assert "- ansible_host of host c: peer 'bad host' is neither an IP address" in result['msg']
+
+
 def test_action_refuses_unknown_options():
     from ansible.errors import AnsibleActionFail
 

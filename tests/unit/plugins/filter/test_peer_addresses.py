@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, bdp.wan_tune contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The peer_addresses filter (plugins/filter/peers.py)."""
+"""The peer_addresses filter (plugins/filter/peers.py) and the order it takes from module_utils/peers.py."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.bdp.wan_tune.plugins.filter import peers
+from ansible_collections.bdp.wan_tune.plugins.module_utils import peers as peer_rule
 
 HOSTVARS = {
     'a': {'ansible_host': '10.0.0.1', 'wan_address': '198.18.0.1'},
@@ -36,3 +37,19 @@ def test_not_a_list():
 
 def test_registered():
     assert peers.FilterModule().filters()['peer_addresses'] is peers.peer_addresses
+
+
+def test_the_one_order_names_the_variable_used():
+    assert peer_rule.address_of('a', HOSTVARS['a']) == ('198.18.0.1', 'wan_address')
+    assert peer_rule.address_of('b', HOSTVARS['b']) == ('198.18.0.2', 'jumbo_mtu_address')
+    assert peer_rule.address_of('d', HOSTVARS['d']) == ('d', None)
+
+
+def test_a_variable_that_cannot_be_read_is_named():
+    class Failing(dict):
+        def __getitem__(self, key):
+            raise ValueError('no template for %s' % key)
+
+    with pytest.raises(ValueError) as info:
+        peer_rule.address_of('e', Failing(jumbo_mtu_address='{{ nowhere }}'))
+    assert info.value.address_var == 'jumbo_mtu_address'

@@ -97,7 +97,7 @@ def host(monkeypatch, tmp_path):
     monkeypatch.setattr(mtuproof.Listener, 'start', lambda self, peers: {'running': False})
     fake.state_dir = str(tmp_path / 'state')
     fake.run_dir = str(tmp_path / 'run')
-    monkeypatch.setenv(mtutimer.RUN_DIR_ENV, fake.run_dir)      # the test hook: not an option of the module
+    monkeypatch.setattr(mtutimer, 'RUN_DIR', fake.run_dir)      # a patched constant: not an option of the module
     # The process timer would run its script on this machine after the timeout: start a harmless
     # stand-in with the script's path in its command line instead (disarm finds and kills it by that).
     real_spawn = mtutimer.spawn_detached
