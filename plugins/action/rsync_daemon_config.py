@@ -17,6 +17,11 @@ from ansible_collections.bdp.wan_tune.plugins.module_utils import rsyncd
 from ansible_collections.bdp.wan_tune.plugins.plugin_utils import secret_transfer
 
 FAILED = 'The rsync daemon settings are not usable (nothing was changed):\n'
+# The module's options. Anything else is refused here, before it can travel to the host as a module argument: an
+# option the module does not have would be echoed, unmasked, in the failed result ("users" of the old interface
+# holds passwords).
+OPTIONS = ('state', 'settings', 'secrets_src', 'transport', 'tls_port', 'conf_path', 'secrets_path', 'service',
+           'header', 'state_dir')
 
 
 def module_args(args, settings=None, secrets_src=None):
@@ -51,6 +56,14 @@ class ActionModule(ActionBase):
         result = super(ActionModule, self).run(tmp, task_vars)
         del tmp
         args = dict(self._task.args)
+        unknown = sorted(set(args) - set(OPTIONS))
+        if unknown:
+            # names only: the values may hold passwords
+            result.update(failed=True, msg='%s %s of bdp.wan_tune.rsync_daemon_config (nothing was sent to the host, '
+                          'nothing was changed); give the daemon settings (%s) in settings, or as the host variables '
+                          'rsync_daemon_<setting>.' % (', '.join(unknown), 'is not an option' if len(unknown) == 1
+                                                       else 'are not options', ', '.join(rsyncd.SETTINGS)))
+            return result
         if args.get('secrets_src') is not None:
             result.update(failed=True, msg='secrets_src is set by the action plugin itself; give the passwords in '
                           'rsync_daemon_users ({name, password}).')

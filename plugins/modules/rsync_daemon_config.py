@@ -384,6 +384,10 @@ def main():
     if params['state'] == 'present':
         if cve['fixed'] is False:
             module.warn('The installed rsync lacks the fixes for %s: %s.' % (', '.join(rsyncd.CVES), cve['reason']))
+        elif cve['fixed'] is None and (version['upstream'] or version['package']):
+            module.warn('Whether the installed rsync has the fixes for %s is unknown: %s. Compare its version with '
+                        'the distribution\'s security updates (first fixed upstream release %s).'
+                        % (', '.join(rsyncd.CVES), cve['reason'], rsyncd.FIRST_FIXED_UPSTREAM))
         if secrets is None:
             module.fail_json(msg='No secrets file was handed over (secrets_src): run the module through its action '
                              'plugin, as the role does. Nothing was changed.', **result)

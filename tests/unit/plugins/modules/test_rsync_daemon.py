@@ -176,6 +176,20 @@ def test_warns_on_an_rsync_without_the_cve_fixes(paths, run_module, monkeypatch)
     assert 'auth digest' not in read(paths / 'rsyncd.conf')
 
 
+@needs_root
+def test_warns_when_the_host_cannot_order_the_versions(paths, run_module, monkeypatch):
+    def unordered_rsync(module, os_info):
+        version = {'upstream': '3.2.7', 'package': None, 'auth_digest_supported': False, 'auth_list': ['md5']}
+        # neither dpkg nor rpm could order the versions
+        return version, dict(rsyncd.cve_status('3.2.7', None, 'alpine', '3.20', at_least=lambda version, floor: None),
+                             cves=list(rsyncd.CVES))
+    monkeypatch.setattr(rsync_daemon_config, 'installed', unordered_rsync)
+    result = run_module(rsync_daemon_config.main, args(paths))
+    assert result['rc'] == 0 and result['cve']['fixed'] is None
+    assert any('has the fixes for CVE-2024-12084' in item and 'is unknown' in item and 'could not order' in item
+               and '3.4.0' in item for item in result['warning_msgs']), result['warning_msgs']
+
+
 def test_check_proves_access_from_a_listed_address_of_the_host(paths, daemon, run_module, monkeypatch):
     """Issue 15, item 2: the check connects from an address of the host that hosts allow lists (here 127.0.0.2,
     standing in for the host's LAN address), and fails when the daemon's own configuration does not list it."""

@@ -163,6 +163,19 @@ def test_secrets_src_cannot_be_set_in_the_task(paths, run_module, monkeypatch):
     assert result['failed'] is True and 'set by the action plugin' in result['msg'] and harness.module_args == []
 
 
+@pytest.mark.parametrize('state', ['present', 'absent'])
+def test_an_option_the_module_lacks_is_refused_on_the_controller_by_name_only(paths, run_module, monkeypatch, state):
+    # a task of the old interface: users (with their passwords) as an option of its own; the module would echo an
+    # unknown option, unmasked, in its failed result
+    harness = Harness(paths, run_module, monkeypatch)
+    args = task_args(paths, state=state, users=[{'name': 'back', 'password': 'QaBack\\slash8'}], port=873)
+    result = harness.run(args)
+    assert result['failed'] is True and harness.module_args == [] and harness.transfers == []
+    assert result['msg'].startswith('port, users are not options of bdp.wan_tune.rsync_daemon_config')
+    assert 'give the daemon settings (%s) in settings' % ', '.join(rsyncd.SETTINGS) in result['msg']
+    assert 'slash8' not in json.dumps(result)
+
+
 def test_absent_transfers_nothing(paths, run_module, monkeypatch):
     harness = Harness(paths, run_module, monkeypatch)
     result = harness.run(task_args(paths, state='absent'))
