@@ -353,10 +353,10 @@ def tls_checks(module, params, users, upload):
     ``upload(module_name, user, file_name, password, identity)``: (rc, output) of an rsync-ssl upload of a file as
     ``file_name`` with the client identity {ca, cert, key}."""
     tls, host, timeout = params['tls'], params['host'], params['timeout']
-    checks = []
+    results = []
 
     def add(check, passed, detail):
-        checks.append({'check': check, 'module': None, 'passed': passed, 'detail': detail})
+        results.append({'check': check, 'module': None, 'passed': passed, 'detail': detail})
 
     shake = handshake(module, host, tls['port'], tls, timeout)
     add('TLS handshake verified', shake['verified'] and shake['protocol'] in ('TLSv1.3', 'TLSv1.2'),
@@ -377,7 +377,7 @@ def tls_checks(module, params, users, upload):
         add('nothing accepts on the plain port', passed, detail)
     target = next((m for m in params['modules'] if not m.get('read_only', True)), (params['modules'] or [{}])[0])
     if not target.get('name'):
-        return checks, shake
+        return results, shake
     user = next(iter(target.get('auth_users') or []), None)
     password = users.get(user)
     directory = tempfile.mkdtemp(prefix='bdp-wan-tune-tls-')
@@ -397,4 +397,4 @@ def tls_checks(module, params, users, upload):
                 'rsync-ssl exit %d%s: %s' % (rc, ', but the file arrived' if landed else '', out[-300:] or 'no output'))
     finally:
         shutil.rmtree(directory, ignore_errors=True)
-    return checks, shake
+    return results, shake
