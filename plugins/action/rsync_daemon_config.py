@@ -14,14 +14,10 @@ whatever characters it holds.
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.bdp.wan_tune.plugins.module_utils import rsyncd
+from ansible_collections.bdp.wan_tune.plugins.modules.rsync_daemon_config import ARGUMENT_SPEC
 from ansible_collections.bdp.wan_tune.plugins.plugin_utils import secret_transfer
 
 FAILED = 'The rsync daemon settings are not usable (nothing was changed):\n'
-# The module's options. Anything else is refused here, before it can travel to the host as a module argument: an
-# option the module does not have would be echoed, unmasked, in the failed result ("users" of the old interface
-# holds passwords).
-OPTIONS = ('state', 'settings', 'secrets_src', 'transport', 'tls_port', 'conf_path', 'secrets_path', 'service',
-           'header', 'state_dir')
 
 
 def module_args(args, settings=None, secrets_src=None):
@@ -56,7 +52,8 @@ class ActionModule(ActionBase):
         result = super(ActionModule, self).run(tmp, task_vars)
         del tmp
         args = dict(self._task.args)
-        unknown = sorted(set(args) - set(OPTIONS))
+        # an option the module lacks would be echoed, unmasked, in its failed result: refused here, before it travels
+        unknown = sorted(set(args) - set(ARGUMENT_SPEC))
         if unknown:
             # names only: the values may hold passwords
             result.update(failed=True, msg='%s %s of bdp.wan_tune.rsync_daemon_config (nothing was sent to the host, '

@@ -351,22 +351,26 @@ def absent(module, params, result):
         files.save_record(module, record_path, {})
 
 
+# The options; the action plugin refuses any other before it sends anything to the host.
+ARGUMENT_SPEC = dict(
+    state=dict(type='str', choices=['present', 'absent'], default='present'),
+    # rsyncd.SETTINGS, as the action plugin collects them; the users by name only (the passwords come in
+    # secrets_src, a password given here is refused)
+    settings=dict(type='dict', default={}),
+    secrets_src=dict(type='path'),
+    transport=dict(type='str', choices=['tls', 'plain', 'both'], default='plain'),
+    tls_port=dict(type='int', default=874),
+    conf_path=dict(type='path', default='/etc/rsyncd.conf'),
+    secrets_path=dict(type='path', default='/etc/rsyncd.secrets', no_log=False),
+    service=dict(type='str', default='rsync.service'),
+    header=dict(type='str', default=''),
+    state_dir=dict(type='path', default=files.STATE_DIR),
+)
+
+
 def main():
     module = AnsibleModule(
-        argument_spec=dict(
-            state=dict(type='str', choices=['present', 'absent'], default='present'),
-            # rsyncd.SETTINGS, as the action plugin collects them; the users by name only (the passwords come in
-            # secrets_src, a password given here is refused)
-            settings=dict(type='dict', default={}),
-            secrets_src=dict(type='path'),
-            transport=dict(type='str', choices=['tls', 'plain', 'both'], default='plain'),
-            tls_port=dict(type='int', default=874),
-            conf_path=dict(type='path', default='/etc/rsyncd.conf'),
-            secrets_path=dict(type='path', default='/etc/rsyncd.secrets', no_log=False),
-            service=dict(type='str', default='rsync.service'),
-            header=dict(type='str', default=''),
-            state_dir=dict(type='path', default=files.STATE_DIR),
-        ),
+        argument_spec=ARGUMENT_SPEC,
         supports_check_mode=True,
     )
     params = module.params
