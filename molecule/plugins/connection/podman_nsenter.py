@@ -1,0 +1,101 @@
+# Copyright: bdp.wan_tune contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Test-only connection to the Molecule containers: nsenter into a podman container, with pipelining."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: podman_nsenter
+short_description: Run tasks in a local podman container through nsenter, with pipelining (Molecule only)
+description:
+  - The Molecule scenarios' connection. Each module runs as one C(nsenter) into the container's namespaces with the
+    container's own environment, its payload piped to the interpreter, where containers.podman.podman starts four
+    C(podman) processes (mount, mkdir, exec, rm) per module, each through conmon and runc.
+  - Files go through C(dd) in the container, never through the host's view of its root, so symbolic links resolve
+    inside the container.
+  - Needs root on the controller and a rootful container. Not part of the collection (build_ignore).
+options:
+  remote_addr:
+    description: The container's name.
+    type: str
+    default: inventory_hostname
+    vars:
+      - name: inventory_hostname
+      - name: ansible_host
+  podman_executable:
+    description: The podman command, to read the container's PID and environment.
+    type: str
+    default: podman
+    vars:
+      - name: ansible_podman_executable
+"""
+
+import json
+import shlex
+import subprocess
+
+from ansible.errors import AnsibleConnectionFailure, AnsibleError
+from ansible.module_utils.common.text.converters import to_bytes, to_text
+from ansible.plugins.connection import ConnectionBase
+from ansible.utils.display import Display
+
+display = Display()
+
+
+class Connection(ConnectionBase):
+    """nsenter into a running podman container."""
+
+    transport = "podman_nsenter"
+    has_pipelining = True
+    default_user = "root"
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._pid = None
+        self._env = []
+
+    def _connect(self):
+        if self._connected:
+            return self
+        name = self.get_option("remote_addr")
+        cmd = [self.get_option("podman_executable"), "container", "inspect",
+               "--format", "{{.State.Pid}} {{json .Config.Env}}", name]
+        proc = subprocess.run(cmd, capture_output=True, check=False)
+        pid, _sep, env = to_text(proc.stdout).strip().partition(" ")
+        if proc.returncode != 0 or not pid.isdigit() or pid == "0":
+            raise AnsibleConnectionFailure("container %s is not running: %s" % (name, to_text(proc.stderr).strip()))
+        self._pid = pid
+        # what `podman exec` gives a process: the container's configured environment and root's home
+        self._env = [var for var in json.loads(env) if not var.startswith("HOME=")] + ["HOME=/root"]
+        display.vvv("NSENTER PID %s" % pid, host=name)
+        self._connected = True
+        return self
+
+    def _run(self, argv, in_data=None):
+        cmd = ["nsenter", "--target", self._pid, "--all", "--wd=/", "--", "/usr/bin/env", "-i"] + self._env + argv
+        display.vvv("EXEC %s" % shlex.join(argv), host=self.get_option("remote_addr"))
+        proc = subprocess.run([to_bytes(arg) for arg in cmd], input=in_data, capture_output=True, check=False)
+        return proc.returncode, proc.stdout, proc.stderr
+
+    def exec_command(self, cmd, in_data=None, sudoable=False):
+        super().exec_command(cmd, in_data=in_data, sudoable=sudoable)
+        return self._run(["/bin/sh", "-c", cmd], in_data)
+
+    def put_file(self, in_path, out_path):
+        super().put_file(in_path, out_path)
+        with open(to_bytes(in_path, errors="surrogate_or_strict"), "rb") as source:
+            data = source.read()
+        rc, _out, err = self._run(["dd", "of=" + out_path, "bs=65536", "status=none"], data)
+        if rc != 0:
+            raise AnsibleError("failed to put %s to %s: %s" % (in_path, out_path, to_text(err)))
+
+    def fetch_file(self, in_path, out_path):
+        super().fetch_file(in_path, out_path)
+        rc, out, err = self._run(["cat", in_path])
+        if rc != 0:
+            raise AnsibleError("failed to fetch %s: %s" % (in_path, to_text(err)))
+        with open(to_bytes(out_path, errors="surrogate_or_strict"), "wb") as target:
+            target.write(out)
+
+    def close(self):
+        self._connected = False
