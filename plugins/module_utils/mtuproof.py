@@ -427,7 +427,7 @@ while time.time() < end:
 class Listener(object):
     """The one-off LISTENER on this host, for the peers' proofs: started detached, found by its pid file.
 
-    The pid file lives in the run directory (mtutimer.run_dir_path()); the listener's command line carries
+    The pid file lives in the run directory (mtutimer.RUN_DIR); the listener's command line carries
     LISTENER_MARK, so a stale pid file never makes this stop another process.
     """
 
@@ -437,7 +437,7 @@ class Listener(object):
 
     @staticmethod
     def pid_file():
-        return os.path.join(mtutimer.run_dir_path(), LISTENER_PID)
+        return os.path.join(mtutimer.RUN_DIR, LISTENER_PID)
 
     def stop(self):
         """Stop the listener if one runs; True when one was stopped."""

@@ -28,14 +28,9 @@ REVERT_LOG = 'jumbo_mtu-reverts.log'
 UNIT_PREFIX = 'bdp-wan-tune-mtu-'
 
 
-def run_dir_path():
-    """The run directory, /run/bdp_wan_tune (read when called, so that a unit test can patch RUN_DIR)."""
-    return RUN_DIR
-
-
 def ensure_run_dir():
     """The run directory, created (mode 0755) if missing."""
-    directory = run_dir_path()
+    directory = RUN_DIR
     if not os.path.isdir(directory):
         os.makedirs(directory, 0o755)
     return directory

@@ -12,7 +12,7 @@ import re
 from ansible_collections.bdp.wan_tune.plugins.module_utils import ipnet
 from ansible_collections.bdp.wan_tune.plugins.module_utils import checks
 from ansible_collections.bdp.wan_tune.plugins.module_utils.bdp import BOOL_HELP, read_bool, show_value
-from ansible_collections.bdp.wan_tune.plugins.module_utils.bdp import read_whole as to_int
+from ansible_collections.bdp.wan_tune.plugins.module_utils.bdp import read_whole
 
 # The daemon's settings, the one list of them: the role's variables rsync_daemon_<key>.  The action plugin
 # rsync_daemon_config collects them from the host's variables and hands them to the module in its option settings;
@@ -155,7 +155,7 @@ def _check_scalars(problems, settings, names):
     if port is None:
         problems.add(names['port'], settings.get('port'), 'is not a TCP port', checks.port_help(default=873))
     out['port'] = port
-    streams = to_int(settings.get('streams', 4))
+    streams = read_whole(settings.get('streams', 4))
     if streams is None or not 1 <= streams <= 1024:
         problems.add(names['streams'], settings.get('streams'), 'is not a number of streams',
                      'a whole number from 1 to 1024 (default 4): the parallel streams you plan, one rsync connection '
@@ -274,7 +274,7 @@ def _check_module(problems, index, module, names, scalars, secrets, global_allow
     if value is None:
         out['max_connections'] = streams
     else:
-        number = to_int(value)
+        number = read_whole(value)
         out['max_connections'] = number
         if number is None or number < 1:
             problems.add(where + '.max_connections', value, 'is not a whole number of connections',

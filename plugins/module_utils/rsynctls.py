@@ -26,7 +26,8 @@ import tempfile
 import uuid
 
 from ansible_collections.bdp.wan_tune.plugins.module_utils import checks
-from ansible_collections.bdp.wan_tune.plugins.module_utils.rsyncd import Problems, to_int
+from ansible_collections.bdp.wan_tune.plugins.module_utils.bdp import read_whole
+from ansible_collections.bdp.wan_tune.plugins.module_utils.rsyncd import Problems
 
 # The TLS settings (the role's variables rsync_daemon_<key>) that check() and plugin_utils/tls_ca.py problems() read,
 # besides the daemon's port (rsyncd.SETTINGS).
@@ -99,12 +100,12 @@ def check(settings, names=None):
         return list(problems)
     if transport == 'plain':
         return list(problems)
-    port, plain_port = checks.read_port(settings.get('tls_port', 874)), to_int(settings.get('port', 873))
+    port, plain_port = checks.read_port(settings.get('tls_port', 874)), read_whole(settings.get('port', 873))
     if port is None:
         problems.add(name('tls_port'), settings.get('tls_port'), 'is not a TCP port', PORT_HELP)
     elif port == plain_port:
         problems.add(name('tls_port'), port, 'is also %s, the plain daemon\'s port' % name('port'), PORT_HELP)
-    days = to_int(settings.get('tls_days', 180))
+    days = read_whole(settings.get('tls_days', 180))
     if days is None or not RENEW_DAYS < days <= 3650:
         problems.add(name('tls_days'), settings.get('tls_days'), 'is not a validity in days (a certificate is renewed '
                      '%d days before its end)' % RENEW_DAYS, DAYS_HELP)
