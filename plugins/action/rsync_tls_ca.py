@@ -10,7 +10,6 @@ certificate stays when it is signed by this CA, for the host's key, with the wan
 30 days; otherwise the request ``csr`` is signed.
 """
 
-import fcntl
 import os
 
 from ansible.errors import AnsibleError
@@ -43,23 +42,11 @@ class ActionModule(ActionBase):
             return tls_ca.load(given_cert, given_key)
         ca_dir = os.path.expanduser(ca_dir)
         result['ca_source'] = ca_dir
-        problems = tls_ca.dir_problems(ca_dir)
-        if problems:
-            raise tls_ca.CaError(problems[0])
-        if os.path.exists(os.path.join(ca_dir, tls_ca.CA_CERT)):
-            return tls_ca.load_files(ca_dir)
-        result['changed'] = result['ca_created'] = True
-        if self._task.check_mode:
-            return None
-        if not os.path.isdir(ca_dir):
-            os.makedirs(ca_dir, 0o700)
-        # The hosts of a play run in parallel: one makes the CA, the others load it.
-        with open(os.path.join(ca_dir, '.lock'), 'a') as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            if os.path.exists(os.path.join(ca_dir, tls_ca.CA_CERT)):
-                result['changed'] = result['ca_created'] = False
-                return tls_ca.load_files(ca_dir)
-            return tls_ca.create(ca_dir, 'bdp.wan_tune migration CA (%s)' % os.path.basename(ca_dir.rstrip('/')))
+        cert, key, created = tls_ca.from_dir(ca_dir, 'bdp.wan_tune migration CA (%s)' % os.path.basename(
+            ca_dir.rstrip('/')), check_mode=self._task.check_mode)
+        if created:
+            result['changed'] = result['ca_created'] = True
+        return None if cert is None else (cert, key)
 
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}

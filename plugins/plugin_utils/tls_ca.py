@@ -9,6 +9,7 @@ that ansible-core itself requires.  The CA key never leaves the controller; the 
 """
 
 import datetime
+import fcntl
 import ipaddress
 import os
 import stat
@@ -151,6 +152,35 @@ def create(ca_dir, name, days=CA_DAYS):
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()), 0o600)
     write_private(os.path.join(ca_dir, CA_CERT), pem(cert).encode('ascii'), 0o644)
     return cert, key
+
+
+def from_dir(ca_dir, name, check_mode=False):
+    """(certificate, key, created) of the CA in ``ca_dir`` on the controller, made there when it holds none.
+
+    The hosts of a play run in parallel forks, each asking for the CA: the checks, the reading and the making happen
+    under an exclusive lock on the directory, so that one fork makes the CA and the others read it whole, never a
+    ca.key without its ca.crt.  In check mode nothing is written: (None, None, True) where a CA would be made.
+    """
+    ca_dir = os.path.expanduser(ca_dir)
+    if check_mode:
+        found = _found(ca_dir)
+        return found + (False,) if found else (None, None, True)
+    os.makedirs(ca_dir, 0o700, exist_ok=True)
+    handle = os.open(ca_dir, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        found = _found(ca_dir)
+        return found + (False,) if found else create(ca_dir, name) + (True,)
+    finally:
+        os.close(handle)
+
+
+def _found(ca_dir):
+    """(certificate, key) of the CA in ``ca_dir``, None when it holds none; CaError for anything else."""
+    problems = dir_problems(ca_dir)
+    if problems:
+        raise CaError(problems[0])
+    return load_files(ca_dir) if os.path.exists(os.path.join(ca_dir, CA_CERT)) else None
 
 
 def general_names(names):

@@ -6,9 +6,11 @@ with real keys and certificates made by the cryptography library."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import datetime
 import os
 import stat
+import time
 
 import pytest
 from cryptography import x509
@@ -46,6 +48,38 @@ def test_dir_problems_name_the_variable(tmp_path):
     os.unlink(os.path.join(ca_dir, 'ca.key'))
     assert 'is missing' in tls_ca.dir_problems(ca_dir)[0]
     assert tls_ca.dir_problems(str(tmp_path / 'none')) == []
+
+
+def test_parallel_forks_make_one_ca_and_all_read_it_whole(tmp_path, monkeypatch):
+    """The hosts of a play ask at once: one makes the CA, the others wait and read it, never a key alone."""
+    ca_dir = str(tmp_path / 'ca')
+    writer = tls_ca.write_private
+
+    def slow_write(path, data, mode):           # the key lands well before the certificate
+        writer(path, data, mode)
+        time.sleep(0.2)
+    monkeypatch.setattr(tls_ca, 'write_private', slow_write)
+
+    def fork(number):                           # the forks start 50 ms apart, some while the first one writes
+        time.sleep(0.05 * number)
+        return tls_ca.from_dir(ca_dir, 'test CA')
+    with concurrent.futures.ThreadPoolExecutor(6) as pool:
+        got = list(pool.map(fork, range(6)))
+    assert sorted(created for dummy, dummy_key, created in got) == [False] * 5 + [True]
+    assert len(set(cert.serial_number for cert, dummy_key, dummy in got)) == 1
+    assert tls_ca.from_dir(ca_dir, 'test CA', check_mode=True)[2] is False
+
+
+def test_check_mode_makes_nothing_and_problems_still_stop(tmp_path):
+    ca_dir = str(tmp_path / 'ca')
+    assert tls_ca.from_dir(ca_dir, 'test CA', check_mode=True) == (None, None, True)
+    assert not os.path.exists(ca_dir)
+    tls_ca.create(ca_dir, 'test CA')
+    os.unlink(os.path.join(ca_dir, 'ca.crt'))
+    for check_mode in (True, False):
+        with pytest.raises(tls_ca.CaError, match='holds ca.key but no ca.crt'):
+            tls_ca.from_dir(ca_dir, 'test CA', check_mode=check_mode)
+    assert os.listdir(ca_dir) == ['ca.key']
 
 
 def test_sign_then_keep_then_renew(tmp_path):
