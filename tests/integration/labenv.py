@@ -20,7 +20,8 @@ def ansible_env():
     site = os.path.join(ROOT, '.venv', 'lib', 'python3.11', 'site-packages')
     return dict(os.environ, ANSIBLE_COLLECTIONS_PATH='%s:%s' % (os.path.join(ROOT, '.cache', 'collections'), site),
                 ANSIBLE_COLLECTIONS_SCAN_SYS_PATH='false', ANSIBLE_LOCALHOST_WARNING='false',
-                ANSIBLE_FORCE_COLOR='false', CONTAINERS_CONF=os.path.join(ROOT, 'scripts', 'containers.conf'))
+                ANSIBLE_FORCE_COLOR='false', CONTAINERS_CONF=os.path.join(ROOT, 'scripts', 'containers.conf'),
+                ANSIBLE_CONNECTION_PLUGINS=os.path.join(ROOT, 'tests', 'connection_plugins'))
 
 
 def fetch_debs(names):

@@ -1,19 +1,21 @@
-# Copyright: bdp.wan_tune contributors
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Test-only connection to the Molecule containers: nsenter into a podman container, with pipelining."""
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, bdp.wan_tune contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Test-only connection to the lab's and the Molecule scenarios' containers: nsenter, with pipelining."""
 
 from __future__ import annotations
 
 DOCUMENTATION = r"""
 name: podman_nsenter
-short_description: Run tasks in a local podman container through nsenter, with pipelining (Molecule only)
+short_description: Run tasks in a local podman container through nsenter, with pipelining (tests only)
 description:
-  - The Molecule scenarios' connection. Each module runs as one C(nsenter) into the container's namespaces with the
-    container's own environment, its payload piped to the interpreter, where containers.podman.podman starts four
-    C(podman) processes (mount, mkdir, exec, rm) per module, each through conmon and runc.
+  - The connection of the WAN lab and the Molecule scenarios (scripts/env.sh and each molecule.yml find it). Each
+    module runs as one C(nsenter) into the container's namespaces with the container's own environment, its payload
+    piped to the interpreter, where containers.podman.podman starts four C(podman) processes (mount, mkdir, exec, rm)
+    per module, each through conmon and runc.
   - Files go through C(dd) in the container, never through the host's view of its root, so symbolic links resolve
     inside the container.
-  - Needs root on the controller and a rootful container. Not part of the collection (build_ignore).
+  - Needs root on the controller and a rootful container. Not part of the collection (build_ignore has tests/).
 options:
   remote_addr:
     description: The container's name.
