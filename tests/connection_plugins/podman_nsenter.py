@@ -15,6 +15,9 @@ description:
     per module, each through conmon and runc.
   - Files go through C(dd) in the container, never through the host's view of its root, so symbolic links resolve
     inside the container.
+  - What differs from C(podman exec), and does not matter for privileged containers run as root. The module
+    processes keep the controller's cgroup and resource limits, and every capability; C(ansible_user) is not used
+    (always root).
   - Needs root on the controller and a rootful container. Not part of the collection (build_ignore has tests/).
 options:
   remote_addr:
@@ -33,6 +36,7 @@ options:
 """
 
 import json
+import os
 import shlex
 import subprocess
 
@@ -73,31 +77,35 @@ class Connection(ConnectionBase):
         self._connected = True
         return self
 
-    def _run(self, argv, in_data=None):
-        cmd = ["nsenter", "--target", self._pid, "--all", "--wd=/", "--", "/usr/bin/env", "-i"] + self._env + argv
+    def _run(self, argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, in_data=None):
+        # --root and --wd without a value: the container's own root and working directory (--wd=/ would be the
+        # controller's root, opened before nsenter enters the namespaces)
+        cmd = ["nsenter", "--target", self._pid, "--all", "--root", "--wd", "--", "/usr/bin/env", "-i"]
         display.vvv("EXEC %s" % shlex.join(argv), host=self.get_option("remote_addr"))
-        proc = subprocess.run([to_bytes(arg) for arg in cmd], input=in_data, capture_output=True, check=False)
+        proc = subprocess.run([to_bytes(arg) for arg in cmd + self._env + argv], input=in_data,
+                              stdin=None if in_data is not None else stdin, stdout=stdout,
+                              stderr=subprocess.PIPE, check=False)
+        if proc.returncode != 0 and not os.path.exists("/proc/%s/ns/mnt" % self._pid):
+            raise AnsibleConnectionFailure("container %s stopped during the task" % self.get_option("remote_addr"))
         return proc.returncode, proc.stdout, proc.stderr
 
     def exec_command(self, cmd, in_data=None, sudoable=False):
         super().exec_command(cmd, in_data=in_data, sudoable=sudoable)
-        return self._run(["/bin/sh", "-c", cmd], in_data)
+        return self._run(["/bin/sh", "-c", cmd], in_data=in_data)
 
     def put_file(self, in_path, out_path):
         super().put_file(in_path, out_path)
         with open(to_bytes(in_path, errors="surrogate_or_strict"), "rb") as source:
-            data = source.read()
-        rc, _out, err = self._run(["dd", "of=" + out_path, "bs=65536", "status=none"], data)
+            rc, _out, err = self._run(["dd", "of=" + out_path, "bs=65536", "status=none"], stdin=source)
         if rc != 0:
             raise AnsibleError("failed to put %s to %s: %s" % (in_path, out_path, to_text(err)))
 
     def fetch_file(self, in_path, out_path):
         super().fetch_file(in_path, out_path)
-        rc, out, err = self._run(["cat", in_path])
+        with open(to_bytes(out_path, errors="surrogate_or_strict"), "wb") as target:
+            rc, _out, err = self._run(["cat", "--", in_path], stdout=target)
         if rc != 0:
             raise AnsibleError("failed to fetch %s: %s" % (in_path, to_text(err)))
-        with open(to_bytes(out_path, errors="surrogate_or_strict"), "wb") as target:
-            target.write(out)
 
     def close(self):
         self._connected = False
