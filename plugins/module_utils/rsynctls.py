@@ -100,7 +100,7 @@ def check(settings, names=None):
         return list(problems)
     if transport == 'plain':
         return list(problems)
-    port, plain_port = checks.read_port(settings.get('tls_port', 874)), read_whole(settings.get('port', 873))
+    port, plain_port = checks.read_port(settings.get('tls_port', 874)), checks.read_port(settings.get('port', 873))
     if port is None:
         problems.add(name('tls_port'), settings.get('tls_port'), 'is not a TCP port', PORT_HELP)
     elif port == plain_port:
