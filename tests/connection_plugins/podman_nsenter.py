@@ -11,8 +11,9 @@ short_description: Run tasks in a local podman container through nsenter, with p
 description:
   - The connection of the WAN lab and the Molecule scenarios (scripts/env.sh and each molecule.yml find it). Each
     module runs as one C(nsenter) into the container's namespaces with the container's own environment, its payload
-    piped to the interpreter, where containers.podman.podman starts four C(podman) processes (mount, mkdir, exec, rm)
-    per module, each through conmon and runc.
+    piped to the interpreter (always, with no setting; async tasks take Ansible's usual files), where
+    containers.podman.podman starts four C(podman) processes (mount, mkdir, exec, rm) per module, each through
+    conmon and runc.
   - Files go through C(dd) in the container, never through the host's view of its root, so symbolic links resolve
     inside the container.
   - What differs from C(podman exec), and does not matter for privileged containers run as root. The module
@@ -40,6 +41,7 @@ import os
 import shlex
 import subprocess
 
+from ansible import constants as C
 from ansible.errors import AnsibleConnectionFailure, AnsibleError
 from ansible.module_utils.common.text.converters import to_bytes, to_text
 from ansible.plugins.connection import ConnectionBase
@@ -106,6 +108,10 @@ class Connection(ConnectionBase):
             rc, _out, err = self._run(["cat", "--", in_path], stdout=target)
         if rc != 0:
             raise AnsibleError("failed to fetch %s: %s" % (in_path, to_text(err)))
+
+    def is_pipelining_enabled(self, wrap_async=False):
+        """Always, but for async tasks and ANSIBLE_KEEP_REMOTE_FILES (as ConnectionBase decides with pipelining on)."""
+        return not wrap_async and not C.DEFAULT_KEEP_REMOTE_FILES
 
     def close(self):
         self._connected = False

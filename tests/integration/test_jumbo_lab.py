@@ -110,7 +110,7 @@ def jlab(tmp_path_factory):
         inventory = str(tmp_path_factory.mktemp('jumbo') / 'inventory.ini')
         with open(inventory, 'w') as handle:
             handle.write('[lab]\n%s jumbo_mtu_address=%s\n%s jumbo_mtu_address=%s\n[lab:vars]\n'
-                         'ansible_connection=podman_nsenter\nansible_pipelining=true\n'
+                         'ansible_connection=podman_nsenter\n'
                          'ansible_python_interpreter=/usr/bin/python3\n'
                          % (lab.host_name('A'), lab.address('A'), lab.host_name('B'), lab.address('B')))
         jumbo = JumboLab(lab, inventory)

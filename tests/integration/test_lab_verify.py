@@ -62,7 +62,7 @@ def test_verify_playbook_stock_fails_tuned_passes_with_the_baseline(tmp_path):
                 '[lab]',
                 '%s jumbo_mtu_address=%s' % (lab.host_name('A'), lab.address('A')),
                 '%s jumbo_mtu_address=%s' % (lab.host_name('B'), lab.address('B')),
-                '[lab:vars]', 'ansible_connection=podman_nsenter', 'ansible_pipelining=true',
+                '[lab:vars]', 'ansible_connection=podman_nsenter',
                 'ansible_python_interpreter=/usr/bin/python3', 'wan_tune_become=false']) + '\n')
             common = ['-i', str(inventory), '-e', json.dumps({
                 'rate': '1g', 'rtt': '98', 'verify_pair_group': 'lab', 'verify_duration': 6, 'verify_omit': 3,

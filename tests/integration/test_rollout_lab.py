@@ -67,7 +67,7 @@ def rlab(tmp_path_factory):
         inventory = str(tmp_path_factory.mktemp('rollout') / 'inventory.ini')
         with open(inventory, 'w') as handle:
             handle.write('[lab]\n%s wan_address=%s\n%s wan_address=%s\n[lab:vars]\n'
-                         'ansible_connection=podman_nsenter\nansible_pipelining=true\n'
+                         'ansible_connection=podman_nsenter\n'
                          'ansible_python_interpreter=/usr/bin/python3\n'
                          % (lab.host_name('A'), lab.address('A'), lab.host_name('B'), lab.address('B')))
         yield RolloutLab(lab, inventory)
@@ -109,7 +109,7 @@ def canary_inventory(rlab, tmp_path):
     with open(path, 'w') as handle:
         handle.write('[lab]\n%s wan_address=%s wan_peer=%s\n%s wan_address=%s wan_peer=%s\n'
                      'later ansible_host=%s-nonexistent\n[lab:vars]\n'
-                     'ansible_connection=podman_nsenter\nansible_pipelining=true\n'
+                     'ansible_connection=podman_nsenter\n'
                      'ansible_python_interpreter=/usr/bin/python3\n'
                      % (lab.host_name('A'), lab.address('A'), lab.host_name('B'), lab.host_name('B'), lab.address('B'),
                         lab.host_name('A'), NAME))

@@ -45,7 +45,7 @@ def write_inventory(lab, path):
     lines = ['[sender]', lab.host_name('A') + ' lab_address=' + lab.address('A'),
              '[receiver]', lab.host_name('B') + ' lab_address=' + lab.address('B'),
              '[lab:children]', 'sender', 'receiver',
-             '[lab:vars]', 'ansible_connection=podman_nsenter', 'ansible_pipelining=true',
+             '[lab:vars]', 'ansible_connection=podman_nsenter',
              'ansible_python_interpreter=/usr/bin/python3', 'wan_tune_become=false']
     with open(path, 'w') as handle:
         handle.write('\n'.join(lines) + '\n')
