@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Build the local systemd test image localhost/bdp-wan-tune-debian12:latest (also the WAN lab hosts:
-# openssh-server, rsync and fpart (fpsync, with dma as its light mail agent), stunnel4 and openssl (the rsync daemon over TLS) for the transfer lab)
+# openssh-server, rsync and fpart (fpsync, with dma as its light mail agent), stunnel4, openssl and python3-cryptography
+# (the rsync daemon over TLS; community.crypto's modules on the hosts; debootstrap does not resolve the virtual package
+# python3-cryptography depends on, so python3-cffi-backend is named) for the transfer lab, whose hosts reach no mirror)
 # (no container registry is reachable: debootstrap + podman import).
 #
 # The image is labelled with the sha256 of this script; when an image with
@@ -13,7 +15,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 IMAGE="${BDP_IMAGE:-localhost/bdp-wan-tune-debian12:latest}"
 LABEL="org.bdp.wan_tune.build-hash"
 SUITE=bookworm
-PACKAGES=systemd,systemd-sysv,dbus,python3,iproute2,procps,kmod,iperf3,openssh-client,openssh-server,rsync,fpart,bsd-mailx,dma,ca-certificates,sudo,iputils-ping,stunnel4,openssl
+PACKAGES=systemd,systemd-sysv,dbus,python3,iproute2,procps,kmod,iperf3,openssh-client,openssh-server,rsync,fpart,bsd-mailx,dma,ca-certificates,sudo,iputils-ping,stunnel4,openssl,python3-cryptography,python3-cffi-backend
 ROOTFS="$ROOT/.cache/rootfs-debian12"
 
 export CONTAINERS_CONF="${CONTAINERS_CONF:-$ROOT/scripts/containers.conf}"
@@ -86,9 +88,10 @@ if [ ! -e "$ROOTFS/lib/systemd/system/systemd-sysctl.service" ]; then
     exit 1
 fi
 
-# Smaller image.
-rm -rf "$ROOTFS/var/cache/apt/archives/"*.deb "$ROOTFS/var/lib/apt/lists/"* \
-       "$ROOTFS/var/log/"*.log "$ROOTFS/debootstrap"
+# Smaller image. The python3-cryptography package stays in apt's cache: Molecule rsync_daemon removes it from a host
+# (which cannot reach a mirror) to run check mode on a host without it, then installs it again from there.
+find "$ROOTFS/var/cache/apt/archives" -name '*.deb' ! -name 'python3-cryptography_*' -delete
+rm -rf "$ROOTFS/var/lib/apt/lists/"* "$ROOTFS/var/log/"*.log "$ROOTFS/debootstrap"
 
 old_id="$(podman image inspect --format '{{.Id}}' "$IMAGE" 2>/dev/null || true)"
 log "podman import -> $IMAGE"

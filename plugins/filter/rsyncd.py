@@ -12,12 +12,14 @@ from ansible_collections.bdp.wan_tune.plugins.module_utils import rsyncd
 from ansible_collections.bdp.wan_tune.plugins.plugin_utils import tls_ca
 
 
-def rsync_daemon_problems(settings):
-    """{modules, users, address, ...} -> a list of messages (empty when every input is usable); no password shown."""
+def rsync_daemon_problems(settings, inventory=None, sources=None):
+    """{modules, users, address, ...} -> a list of messages (empty when every input is usable); no password shown.
+    ``inventory``: the inventory's host names (tls_senders must be among them); ``sources``: the inventory sources
+    (the migration's name is derived from them when none is given)."""
     if not isinstance(settings, dict):
         raise AnsibleFilterError('rsync_daemon_problems: expected a mapping of the daemon settings')
     dummy, problems = rsyncd.check(settings)
-    return problems + tls_ca.problems(settings)
+    return problems + tls_ca.problems(settings, inventory=inventory, sources=sources)
 
 
 class FilterModule(object):

@@ -352,8 +352,8 @@ TRANSPORT_NOTES = {
               '# IPsec (docs/migration.md, "The rsync daemon").'],
     'both': ['# bdp.wan_tune.rsync_daemon. Reached over TLS through stunnel on port %(tls_port)d, and in cleartext on the',
              '# port below: use that only on a private circuit, a VPN or IPsec (docs/migration.md).'],
-    'tls': ['# bdp.wan_tune.rsync_daemon. Reached only over TLS: stunnel on port %(tls_port)d starts rsync --daemon for',
-            '# each connection (bdp-rsync-tls.service); nothing listens on the port below.'],
+    'tls': ['# bdp.wan_tune.rsync_daemon. Reached only over TLS: stunnel on port %(tls_port)d starts rsync for each',
+            '# connection (bdp-rsync-tls.service) with the client\'s address; nothing listens on the port below.'],
 }
 
 

@@ -17,7 +17,7 @@ description:
   - "For every module: access from an address of the host that the module's C(hosts allow) lists (not the loopback
     addresses the role adds), connecting to that address, so that the daemon's own reading of C(hosts allow) is
     proven beyond 127.0.0.1 (a listing as its user; with O(tls), a TLS client with a valid certificate bound to that
-    address, which must get the daemon's greeting through stunnel's source rule). When no address of the host is
+    address asks for the module and must not be refused by rsyncd's C(hosts allow)). When no address of the host is
     listed, the check is reported as not run (C(passed) null) and the message says that only a listed sender can
     prove it."
   - Changes nothing that stays; fails with every check that did not pass.
@@ -54,7 +54,8 @@ options:
         anything reaches rsync - a C(openssl s_client) handshake that records the protocol and cipher and must
         verify; a plaintext rsync greeting to the TLS port gets no rsync answer; a client that trusts another CA
         fails; a client without a certificate and a client whose certificate another CA signed are refused in the
-        handshake; with O(tls.plain_closed), nothing accepts on O(port).
+        handshake; the server's own certificate (O(tls.server_cert)) shown as a client's is refused in the handshake;
+        with O(tls.plain_closed), nothing accepts on O(port).
     type: dict
     suboptions:
       port:
@@ -66,20 +67,32 @@ options:
         type: path
         required: true
       cert:
-        description: A client certificate signed by the CA (file on the host).
+        description: A client certificate signed by the CA (file on the host), for clientAuth (the receiver's own
+          client identity).
         type: path
         required: true
       key:
-        description: Its private key (file on the host, read by openssl only).
+        description: Its private key (file on the host, read by openssl and the module only).
         type: path
         required: true
+      server_cert:
+        description: The receiver's server certificate (serverAuth only). When given, a client that shows it must be
+          refused in the handshake.
+        type: path
+      server_key:
+        description: Its private key (file on the host).
+        type: path
       plain_closed:
         description: Whether nothing may accept on the plain port O(port) (transport C(tls)).
         type: bool
         default: true
       sources:
-        description: The sources allowed in stunnel's libwrap rule. When O(host) is 127.0.0.1 and 127.0.0.2 is not
-          among them, a TLS client from 127.0.0.2 with a valid certificate must be refused before the handshake.
+        description:
+          - The sources admitted by the TLS gate (stunnel's libwrap rule, the union of the modules' sources). When
+            O(host) is 127.0.0.1 and 127.0.0.2 is not among them, a TLS client from 127.0.0.2 with a valid
+            certificate must be refused before the handshake.
+          - For each module, from an address of the host that the gate admits but the module does not list, rsyncd
+            must answer C(access denied) (stunnel hands rsync the client's address in C(REMOTE_HOST)).
         type: list
         elements: str
         default: []
@@ -160,7 +173,7 @@ def send(module, source, target, password, timeout, tls=None, identity=None, ext
         identity = identity if identity is not None else tls
         argv = [module.get_bin_path('timeout', required=True), str(timeout + 5),
                 module.get_bin_path('rsync-ssl', required=True), '--type=openssl', '--quiet',
-                '--timeout=%d' % timeout]
+                '--timeout=%d' % timeout, rsynctls.SERVER_MESSAGES]
         for key, name in (('ca', 'RSYNC_SSL_CA_CERT'), ('cert', 'RSYNC_SSL_CERT'), ('key', 'RSYNC_SSL_KEY')):
             if identity.get(key):
                 environ[name] = identity[key]
@@ -219,13 +232,32 @@ def listed_access(module, item, users, host, port, timeout, own, tls=None):
     source = listed[0]
     target = source if host in ('127.0.0.1', '::1', 'localhost') else host
     if tls:
-        refused, detail = rsynctls.unlisted(target, tls['port'], tls, timeout, source)
-        return {'check': check, 'module': name, 'passed': not refused, 'detail': 'over TLS ' + detail}
+        greeted, answer = rsynctls.module_answer(target, tls['port'], tls, name, timeout, source)
+        return {'check': check, 'module': name, 'passed': greeted and not rsynctls.denied(answer),
+                'detail': 'over TLS from %s: rsyncd answered %s' % (source, answer)}
     extra = ['--list-only', '--address=%s' % source]          # bound: a local route may prefer another source
     rc, out = send(module, None, url(target, port, name, user), users.get(user), timeout, extra=extra)
     return {'check': check, 'module': name, 'passed': rc == 0,
             'detail': 'from %s%s: rsync exit %d%s' % (source, ' as user %s' % user if user else '', rc,
                                                       ': ' + out if out and rc else '')}
+
+
+def unlisted_for_module(item, host, timeout, own, tls):
+    """Behind stunnel, the module's own hosts allow for the real source: from an address of the host that the TLS
+    gate admits (another module lists it) but this module does not, rsyncd must answer "access denied".  None when
+    the host has no such address (nothing to prove here)."""
+    allowed = list(item.get('hosts_allow') or []) + rsyncd.self_addresses('all' if host == '127.0.0.1' else host)
+    others = [address for address in own
+              if rsynctls.source_allowed(address, tls['sources']) and not rsynctls.source_allowed(address, allowed)]
+    if not others:
+        return None
+    source = others[0]
+    target = source if host in ('127.0.0.1', '::1', 'localhost') else host
+    greeted, answer = rsynctls.module_answer(target, tls['port'], tls, item['name'], timeout, source)
+    return {'check': 'a source of another module only is refused', 'module': item['name'],
+            'passed': greeted and rsynctls.denied(answer),
+            'detail': 'over TLS from %s (admitted by the TLS gate, not listed by the module): rsyncd answered %s'
+                      % (source, answer if greeted else 'nothing: ' + answer)}
 
 
 def check_module(module, item, users, host, port, timeout, source, tls=None):
@@ -282,6 +314,8 @@ def main():
                 ca=dict(type='path', required=True),
                 cert=dict(type='path', required=True),
                 key=dict(type='path', required=True, no_log=False),
+                server_cert=dict(type='path'),
+                server_key=dict(type='path', no_log=False),
                 plain_closed=dict(type='bool', default=True),
                 sources=dict(type='list', elements='str', default=[]))),
         ),
@@ -324,6 +358,9 @@ def main():
                                                  source, tls)
                 result['checks'].append(listed_access(module, item, users, params['host'], port, params['timeout'],
                                                       own, tls))
+                refused = unlisted_for_module(item, params['host'], params['timeout'], own, tls) if tls else None
+                if refused:
+                    result['checks'].append(refused)
     finally:
         os.unlink(source)
     failed = [c for c in result['checks'] if c['passed'] is False]

@@ -48,10 +48,9 @@ options:
       by the module. Setting it in a task is refused.
     type: path
   transport:
-    description: V(tls) (stunnel starts the daemon for each TLS connection; nothing listens on the plain port),
-      V(plain) or V(both). The comment at the top of the file says which; with V(tls) and V(both) the host itself
-      is allowed in every module, as behind stunnel every client is 127.0.0.1 to rsync (the source rule holds in
-      stunnel).
+    description: V(tls) (stunnel starts rsync for each TLS connection and hands it the client's address, so each
+      module's C(hosts allow) holds; nothing listens on the plain port), V(plain) or V(both). Only the comment at
+      the top of the file says which.
     type: str
     choices: [tls, plain, both]
     default: plain
@@ -271,8 +270,6 @@ def present(module, params, result, secrets):
         module.fail_json(msg='Module paths that are not directories on this host: %s. Create them (owned by the '
                          "module's uid/gid for a writable module) first; nothing was changed." % ', '.join(missing),
                          **result)
-    # behind stunnel every client is 127.0.0.1 to rsync: the TLS daemon needs it in every module
-    plan['allow_self'] = plan['allow_self'] or params['transport'] != 'plain'
     version = result['version']
     digest, note = plan['auth_digest'], ''
     if digest and not version['auth_digest_supported']:

@@ -6,126 +6,105 @@
 DOCUMENTATION = r"""
 ---
 module: rsync_daemon_tls
-short_description: The host's TLS identity and the stunnel instance of the rsync daemon over TLS
+short_description: The record, the directories and the undoing of the rsync daemon over TLS on a host
 version_added: 0.3.0
 description:
-  - "O(state=request): makes the host's private key in O(directory) if there is none (EC P-256, created root-owned
-    and 0600 from its first byte; it never leaves the host and never appears in a result, a log or a diff), and
-    returns a certificate signing request for it and the certificate the host has now. The controller
-    (P(bdp.wan_tune.rsync_tls_ca#module)) signs the request only when the present certificate cannot stay."
-  - "O(state=present): writes the trust anchor (O(ca_cert)) and the host's certificate (O(cert)) into O(directory);
-    with O(server=true) also the stunnel configuration (exec mode: C(rsync --daemon) per connection, mutual TLS
-    against the CA, TLS 1.3 and TLS 1.2 with AEAD ciphers only, no compression, no renegotiation, no socket buffer
-    options) and the collection's own unit C(bdp-rsync-tls.service). Another stunnel service on the host is not
-    touched: the configuration is not in C(/etc/stunnel)."
-  - A pre-existing unit file is kept in its record, and put back by O(state=absent).
+  - The role P(bdp.wan_tune.rsync_daemon#role) makes the keys, requests and certificates of the TLS daemon with
+    community.crypto and writes the stunnel configuration and its unit from templates; this module does what comes
+    before and after that, under the host's run lock (one state-changing step of the collection at a time).
+  - "O(state=present) on a receiver (O(server=true)): before the first change, keeps a record of what was there
+    (whether O(wrap_path) existed, a unit file of the same name, which it keeps a copy of); refuses a O(wrap_path)
+    whose marks of the collection's block are broken (a lone BEGIN would make blockinfile add a second block) before
+    anything changes; makes O(directory); and reports whether the daemon runs, how many connections it is serving
+    (O(service)'s children) and whether its unit file is newer than the running daemon (a restart is pending)."
+  - "O(state=present) on a sender (O(server=false)): makes O(directory), the directory of one migration's trust
+    anchor, certificate and key (one per O(migration) under the same parent), and records it. Client files of
+    version 0.3, which lay in the parent directory itself, are removed (they belong to no migration)."
+  - "O(state=absent): a receiver's files and directory go and a unit file that was there before is put back; an
+    O(wrap_path) that did not exist before and holds nothing else (the role removes its block first) goes too. On a
+    sender, only O(migration)'s directory goes (another migration's files stay), and the parent directory once no
+    migration is left."
 author:
   - bdp.wan_tune maintainers (@bdp-wan-tune)
 options:
   state:
-    description: V(request), V(present) or V(absent), as described above.
+    description: V(present) or V(absent), as described above.
     type: str
-    choices: [request, present, absent]
+    choices: [present, absent]
     default: present
-  directory:
-    description: The directory of the host's TLS files (C(ca.crt), C(host.crt), C(host.key), C(stunnel.conf)).
-    type: path
-    default: /etc/bdp-wan-tune/rsync-tls
   server:
-    description: Whether this is the receiving host (stunnel configuration and unit) or a sender (certificates only).
+    description: Whether this is the receiving host (stunnel and its unit) or a sender (certificates only).
     type: bool
     default: true
-  ca_cert:
-    description: The CA certificate (PEM) that signs every certificate of the migration. Required with O(state=present).
+  directory:
+    description: The directory of the host's TLS files; for a sender, the directory of one migration.
+    type: path
+    required: true
+  migration:
+    description: The migration's name (a sender keeps one directory for each).
     type: str
-  cert:
-    description: The host's certificate (PEM), signed by O(ca_cert). Required with O(state=present).
-    type: str
-  port:
-    description: The TLS port stunnel accepts on.
-    type: int
-    default: 874
-  address:
-    description: The address stunnel accepts on, V(all) for every address.
-    type: str
-    default: all
-  sources:
-    description:
-      - The addresses, networks and host name patterns that may reach the TLS daemon (O(server=true)). Behind stunnel
-        rsync sees every client as 127.0.0.1, so the rule is enforced by stunnel before the handshake, through
-        libwrap - a block of the collection's own at the top of O(wrap_path) allows them for the service
-        C(bdp-rsync-tls) and denies everything else; the rest of the file is left as it is.
-    type: list
-    elements: str
-    default: []
+    required: true
   wrap_path:
-    description: The hosts_access(5) file stunnel's libwrap reads.
+    description: The hosts_access(5) file stunnel's libwrap reads (O(server=true)).
     type: path
     default: /etc/hosts.allow
-  rsyncd_conf:
-    description: The rsync daemon's configuration file, which stunnel passes to C(rsync --daemon).
-    type: path
-    default: /etc/rsyncd.conf
-  stunnel:
-    description: The stunnel program the unit starts.
-    type: path
-    default: /usr/bin/stunnel4
-  header:
-    description: Comment lines at the top of the configuration and the unit.
+  service:
+    description: The collection's stunnel unit (O(server=true)).
     type: str
-    default: ''
+    default: bdp-rsync-tls.service
 extends_documentation_fragment:
   - bdp.wan_tune.attributes
   - bdp.wan_tune.state_dir
   - ansible.builtin.action_common_attributes
-notes:
-  - The module needs C(openssl) on the host (Debian package C(openssl)).
 """
 
 EXAMPLES = r"""
-- name: Make the host's key and ask for a certificate
+- name: Record the receiver's first state and make its TLS directory
   bdp.wan_tune.rsync_daemon_tls:
-    state: request
-  register: request
+    directory: /etc/bdp-wan-tune/rsync-tls
+    migration: dc1-to-dc2
+  register: prepared
 
-- name: Install the certificate and the stunnel instance
+- name: Remove one migration's client files from a sender
   bdp.wan_tune.rsync_daemon_tls:
-    ca_cert: "{{ issued.ca_cert }}"
-    cert: "{{ issued.cert }}"
-    port: 874
+    state: absent
+    server: false
+    directory: /etc/bdp-wan-tune/rsync-tls-client/dc1-to-dc2
+    migration: dc1-to-dc2
 """
 
 RETURN = r"""
-csr:
-  description: The certificate signing request for the host's key (public), or null in check mode before the key exists.
-  returned: state=request
-  type: str
-cert:
-  description: The host's present certificate (public), or null.
-  returned: state=request
-  type: str
-key_created:
-  description: Whether the key was made (or would be, in check mode).
-  returned: state=request
+active:
+  description: Whether the TLS daemon runs.
+  returned: state=present and server=true
   type: bool
-paths:
-  description: The paths of C(ca), C(cert), C(key) and, for a server, C(conf) and C(unit).
+transfers:
+  description: The connections the TLS daemon serves now (stunnel's children, one rsync each).
+  returned: state=present and server=true
+  type: int
+restart_pending:
+  description: Whether the unit file is newer than the running daemon, so that a restart is still owed.
+  returned: state=present and server=true
+  type: bool
+wrap_mode:
+  description: The mode of O(wrap_path) (such as C(0644)), which the role keeps when it edits the file; null when
+    there is none.
+  returned: state=present and server=true
+  type: str
+migration_before:
+  description: The migration the receiver served before this run (null at the first run).
+  returned: state=present and server=true
+  type: str
+files:
+  description: What happened to each file or directory (made, removed, restored, unchanged).
   returned: always
   type: dict
-files:
-  description: What happened to each file (written, unchanged, removed, restored).
-  returned: state=present or state=absent
-  type: dict
-restart_needed:
-  description: Whether stunnel must restart (its configuration, certificate or trust anchor changed).
-  returned: state=present
-  type: bool
 unit_changed:
-  description: Whether the unit file changed (systemd must reload).
-  returned: state=present or state=absent
+  description: Whether the unit file was removed or restored (systemd must reload).
+  returned: state=absent
   type: bool
 check_mode:
-  description: Whether the module ran in check mode (also when a task or an include set it).
+  description: Whether the module ran in check mode.
   returned: always
   type: bool
 """
@@ -137,201 +116,225 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.bdp.wan_tune.plugins.module_utils import files
 from ansible_collections.bdp.wan_tune.plugins.module_utils import rsynctls as tls
+from ansible_collections.bdp.wan_tune.plugins.module_utils import runlock
 
-
-def paths(params):
-    directory = params['directory']
-    out = {'ca': os.path.join(directory, tls.CA_FILE), 'cert': os.path.join(directory, tls.CERT_FILE),
-           'key': os.path.join(directory, tls.KEY_FILE)}
-    if params['server']:
-        out.update(conf=os.path.join(directory, tls.CONF_FILE), unit=tls.UNIT_PATH, wrap=params['wrap_path'])
-    return out
+SERVER_RECORD = 'rsync_daemon_tls.json'
+CLIENT_RECORD = 'rsync_daemon_tls_client.json'
 
 
 def record_path(params):
-    return os.path.join(params['state_dir'], 'rsync_daemon_tls%s.json' % ('' if params['server'] else '_client'))
+    return os.path.join(params['state_dir'], SERVER_RECORD if params['server'] else CLIENT_RECORD)
 
 
-def openssl(module, args, data=None):
-    binary = module.get_bin_path('openssl')
-    if not binary:
-        module.fail_json(msg='openssl is not installed on this host (Debian package openssl); nothing was changed.')
-    rc, out, err = module.run_command([binary] + args, data=data, binary_data=True)
-    if rc != 0:
-        # openssl's message never holds key material: it is about the arguments and the files
-        module.fail_json(msg='openssl %s failed (rc %d): %s' % (args[0], rc, ' '.join(err.split())[:400]))
-    return out
+def make_directories(directory, result, check_mode):
+    """Make ``directory`` and its missing parents (0755); the ones made, outermost first."""
+    missing = []
+    path = directory.rstrip('/')
+    while path and not os.path.isdir(path):
+        missing.insert(0, path)
+        path = os.path.dirname(path)
+    for path in missing:
+        result['files'][path] = 'made'
+        if not check_mode:
+            os.mkdir(path, 0o755)
+            os.chmod(path, 0o755)
+    return missing
 
 
-def ensure_directory(module, directory, record):
-    if os.path.isdir(directory):
-        return
-    parent = os.path.dirname(directory)
-    if not os.path.isdir(parent):
-        os.makedirs(parent, 0o755)
-        record.setdefault('made', []).append(parent)
-    os.mkdir(directory, 0o755)
-    os.chmod(directory, 0o755)
-    record.setdefault('made', []).append(directory)
+def remove_empty(directories, result, check_mode):
+    for path in sorted(set(directories), key=len, reverse=True):
+        if os.path.isdir(path) and not os.listdir(path):
+            result['files'][path] = 'removed'
+            if not check_mode:
+                os.rmdir(path)
 
 
-def start_record(module, params):
-    """The record of what was there before the first change (kept once)."""
-    path = record_path(params)
-    record = files.load_record(path)
-    if record:
-        return record
-    record = {'directory': params['directory'], 'existed': os.path.isdir(params['directory']), 'made': [],
-              'kept': {}}
-    if params['server']:
-        record['wrap'] = {'path': params['wrap_path'], 'existed': os.path.exists(params['wrap_path'])}
-    if params['server'] and os.path.exists(tls.UNIT_PATH):
-        copy = os.path.join(params['state_dir'], 'rsync_daemon_tls', os.path.basename(tls.UNIT_PATH))
-        if not os.path.isdir(os.path.dirname(copy)):
-            os.makedirs(os.path.dirname(copy), 0o700)
-        shutil.copy2(tls.UNIT_PATH, copy)
-        record['kept'][tls.UNIT_PATH] = copy
-    files.save_record(module, path, record)
-    return record
+def own_dir(path):
+    """The collection's own parent directory (/etc/bdp-wan-tune) of ``path``, or None."""
+    parent = os.path.dirname(path.rstrip('/'))
+    return parent if os.path.basename(parent) == 'bdp-wan-tune' else None
 
 
-def request(module, params, result):
-    key = result['paths']['key']
-    result['key_created'] = not os.path.exists(key)
-    result['cert'] = files.read_text(result['paths']['cert'])
-    result['csr'] = None
-    if result['key_created']:
-        result['changed'] = True
-        if module.check_mode:
-            return
-        record = start_record(module, params)
-        ensure_directory(module, params['directory'], record)
-        files.save_record(module, record_path(params), record)
-        pem = openssl(module, ['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256'])
-        files.write_atomic(module, key, pem, mode=0o600, owner=0, group=0)     # 0600 root from its first byte
-    info = os.lstat(key)
-    if info.st_uid != 0 or info.st_mode & 0o077:
-        module.fail_json(msg='The key %s is owned by uid %d with mode %04o; expected root and 0600. Nothing was '
-                         'changed: remove it to have a new one made, or fix its owner and mode.'
-                         % (key, info.st_uid, info.st_mode & 0o7777), **result)
-    result['csr'] = openssl(module, ['req', '-new', '-key', key, '-subj', '/CN=bdp-wan-tune-request'])
-    if not isinstance(result['csr'], str):
-        result['csr'] = result['csr'].decode('ascii')
+def daemon_state(module, service, unit_path):
+    """(active, transfers, restart_pending) of the TLS daemon."""
+    systemctl = module.get_bin_path('systemctl')
+    if not systemctl:
+        return False, 0, False
+    rc, out, dummy = module.run_command([systemctl, 'show', '--timestamp=unix', '-p', 'MainPID', '-p',
+                                         'ActiveEnterTimestamp', service])
+    shown = dict(line.split('=', 1) for line in out.splitlines() if '=' in line) if rc == 0 else {}
+    pid = int(shown.get('MainPID') or 0)
+    if not pid:
+        return False, 0, False
+    children = 0
+    for entry in os.listdir('/proc'):
+        if not entry.isdigit():
+            continue
+        try:
+            with open('/proc/%s/stat' % entry) as handle:
+                fields = handle.read().rsplit(')', 1)[1].split()
+        except (IOError, OSError, IndexError):
+            continue
+        children += int(fields[1]) == pid
+    started = shown.get('ActiveEnterTimestamp', '').lstrip('@')
+    try:
+        pending = os.stat(unit_path).st_mtime > float(started)
+    except (OSError, ValueError):
+        pending = False
+    return True, children, pending
 
 
-def present(module, params, result):
-    if (not params['ca_cert'] or not params['cert']) and not module.check_mode:
-        module.fail_json(msg='ca_cert and cert are required with state=present', **result)
-    # in check mode before the first run there is no certificate yet: it would be written
-    wanted = {result['paths']['ca']: params['ca_cert'] or '(the CA certificate)\n',
-              result['paths']['cert']: params['cert'] or '(the certificate to issue)\n'}
-    if params['server']:
-        wanted[result['paths']['conf']] = tls.render_stunnel(params['port'], params['address'], params['rsyncd_conf'],
-                                                             params['directory'], params['header'])
-        wanted[result['paths']['unit']] = tls.render_unit(params['directory'], params['header'], params['stunnel'])
-        wanted[result['paths']['wrap']] = tls.with_block(files.read_text(params['wrap_path']), params['sources'])
-    if not os.path.exists(result['paths']['key']) and not module.check_mode:
-        module.fail_json(msg='The key %s is missing: run state=request first.' % result['paths']['key'], **result)
-    result['files'], diffs = {}, []
-    for path, text in sorted(wanted.items()):
-        old = files.read_text(path)
-        result['files'][path] = 'unchanged' if old == text else 'written'
-        if old != text and path not in (result['paths']['ca'], result['paths']['cert']):
-            diffs.append({'before_header': path, 'after_header': path, 'before': old or '', 'after': text})
-        elif old != text:
-            diffs.append({'before_header': path, 'after_header': path,
-                          'before': '(a certificate)\n' if old else '', 'after': '(the certificate issued now)\n'})
-    changed = [path for path, what in result['files'].items() if what == 'written']
-    result['changed'] = bool(changed)
-    # libwrap reads its file for every connection: no restart for it
-    result['restart_needed'] = params['server'] and bool([p for p in changed if p != result['paths'].get('wrap')])
-    result['unit_changed'] = params['server'] and result['paths']['unit'] in changed
-    if changed and module._diff:
-        result['diff'] = diffs
-    if not changed or module.check_mode:
-        return
-    record = start_record(module, params)
-    ensure_directory(module, params['directory'], record)
-    files.save_record(module, record_path(params), record)
-    for path in changed:
-        files.write_atomic(module, path, wanted[path], mode=0o644, owner=0, group=0)
-
-
-def absent(module, params, result):
+def server_present(module, params, result):
+    wrap = params['wrap_path']
+    text = files.read_text(wrap)
+    problem = tls.wrap_problem(text, wrap)
+    if problem:
+        module.fail_json(msg=problem, **result)
+    result['wrap_mode'] = '%04o' % (os.stat(wrap).st_mode & 0o7777) if text is not None else None
     record = files.load_record(record_path(params))
-    result['files'], result['unit_changed'] = {}, False
+    result['migration_before'] = record.get('migration')
+    result['active'], result['transfers'], result['restart_pending'] = daemon_state(module, params['service'],
+                                                                                    tls.UNIT_PATH)
+    made = make_directories(params['directory'], result, module.check_mode)
+    first = not record
+    if first:
+        record = {'directory': params['directory'], 'made': made, 'kept': {},
+                  'wrap': {'path': wrap, 'existed': text is not None}}
+        if os.path.exists(tls.UNIT_PATH):
+            record['kept'][tls.UNIT_PATH] = os.path.join(params['state_dir'], 'rsync_daemon_tls',
+                                                         os.path.basename(tls.UNIT_PATH))
+    else:
+        record['made'] = record.get('made', []) + made
+    changed_migration = record.get('migration') != params['migration']
+    record['migration'] = params['migration']
+    result['changed'] = bool(made) or first or changed_migration
+    if module.check_mode or not result['changed']:
+        return
+    for path, copy in record['kept'].items():
+        if first and not os.path.exists(copy):
+            os.makedirs(os.path.dirname(copy), 0o700, exist_ok=True)
+            shutil.copy2(path, copy)
+    files.save_record(module, record_path(params), record)
+
+
+def client_present(module, params, result):
+    record = files.load_record(record_path(params))
+    parent = os.path.dirname(params['directory'].rstrip('/'))
+    if record and 'migrations' not in record:
+        legacy(module, record, result)
+        record = {}
+    made = make_directories(params['directory'], result, module.check_mode)
+    record = record or {'parent': parent, 'made': [], 'migrations': []}
+    record['made'] = record['made'] + made
+    result['changed'] = bool(made) or params['migration'] not in record['migrations'] or bool(result['files'])
+    if params['migration'] not in record['migrations']:
+        record['migrations'].append(params['migration'])
+    if not module.check_mode and result['changed']:
+        files.save_record(module, record_path(params), record)
+
+
+def legacy(module, record, result):
+    """Remove the client files of version 0.3 (ca.crt, host.crt, host.key in the client directory itself)."""
+    directory = record.get('directory') or ''
+    for name in tls.CLIENT_FILES.values():
+        path = os.path.join(directory, name)
+        if directory and os.path.isfile(path):
+            result['files'][path] = 'removed (the layout of 0.3: one client identity for every migration)'
+            if not module.check_mode:
+                os.unlink(path)
+
+
+def server_absent(module, params, result):
+    record = files.load_record(record_path(params))
     if not record:
         return
     result['changed'] = True
-    kept = record.get('kept') or {}
-    wrap = record.get('wrap') or {}
-    if wrap.get('path'):
-        text = files.read_text(wrap['path'])
-        rest = tls.without_block(text)
-        if text is not None and rest != text:
-            gone = not wrap.get('existed') and not rest.strip()
-            result['files'][wrap['path']] = 'removed' if gone else 'block removed'
-            if module._diff:
-                result['diff'] = {'before_header': wrap['path'], 'after_header': wrap['path'], 'before': text,
-                                  'after': '' if gone else rest}
-            if not module.check_mode and gone:
-                os.unlink(wrap['path'])
-            elif not module.check_mode:
-                files.write_atomic(module, wrap['path'], rest, mode=os.stat(wrap['path']).st_mode & 0o7777)
-    owned = [result['paths'][key] for key in ('key', 'cert', 'ca', 'conf') if key in result['paths']]
-    for path in owned + ([tls.UNIT_PATH] if params['server'] else []):
-        if path in kept and os.path.exists(kept[path]):
-            result['files'][path] = 'restored'
-        elif os.path.lexists(path):
+    directory = record.get('directory') or params['directory']
+    for name in sorted(set(tls.SERVER_FILES.values())):
+        path = os.path.join(directory, name)
+        if os.path.lexists(path):
             result['files'][path] = 'removed'
-        else:
-            continue
-        if path == tls.UNIT_PATH:
-            result['unit_changed'] = True
-        if module.check_mode:
-            continue
-        if path in kept and os.path.exists(kept[path]):
-            shutil.copy2(kept[path], path)
-            os.unlink(kept[path])
-        else:
-            os.unlink(path)
-    if module.check_mode:
+            if not module.check_mode:
+                os.unlink(path)
+    kept = record.get('kept') or {}
+    copy = kept.get(tls.UNIT_PATH)
+    if copy and os.path.exists(copy):
+        result['files'][tls.UNIT_PATH] = 'restored'
+        result['unit_changed'] = True
+        if not module.check_mode:
+            shutil.copy2(copy, tls.UNIT_PATH)
+            os.unlink(copy)
+    elif os.path.lexists(tls.UNIT_PATH):
+        result['files'][tls.UNIT_PATH] = 'removed'
+        result['unit_changed'] = True
+        if not module.check_mode:
+            os.unlink(tls.UNIT_PATH)
+    wrap = record.get('wrap') or {}
+    text = files.read_text(wrap.get('path') or params['wrap_path'])
+    if text is not None and not wrap.get('existed') and not text.strip():
+        result['files'][wrap['path']] = 'removed (made by the role, nothing else in it)'
+        if not module.check_mode:
+            os.unlink(wrap['path'])
+    remove_empty((record.get('made') or []) + [directory] + [p for p in [own_dir(directory)] if p], result,
+                 module.check_mode)
+    if not module.check_mode:
+        copies = os.path.join(params['state_dir'], 'rsync_daemon_tls')
+        if os.path.isdir(copies) and not os.listdir(copies):
+            os.rmdir(copies)
+        files.save_record(module, record_path(params), {})
+
+
+def client_absent(module, params, result):
+    record = files.load_record(record_path(params))
+    if not record:
         return
-    made = list(reversed(record.get('made') or []))
-    parent = os.path.dirname(params['directory'].rstrip('/'))
-    if os.path.basename(parent) == 'bdp-wan-tune' and parent not in made:
-        made.append(parent)     # the collection's own directory, which the sender's or receiver's record made
-    for directory in made:
-        if os.path.isdir(directory) and not os.listdir(directory):
-            os.rmdir(directory)
-    copies = os.path.join(params['state_dir'], 'rsync_daemon_tls')
-    if os.path.isdir(copies) and not os.listdir(copies):
-        os.rmdir(copies)
-    files.save_record(module, record_path(params), {})
+    if 'migrations' not in record:
+        legacy(module, record, result)
+        result['changed'] = True
+        if not module.check_mode:
+            remove_empty((record.get('made') or []) + [p for p in [own_dir(record.get('directory') or '')] if p],
+                         result, False)
+            files.save_record(module, record_path(params), {})
+        return
+    if params['migration'] not in record['migrations']:
+        return
+    result['changed'] = True
+    for name in sorted(tls.CLIENT_FILES.values()):
+        path = os.path.join(params['directory'], name)
+        if os.path.lexists(path):
+            result['files'][path] = 'removed'
+            if not module.check_mode:
+                os.unlink(path)
+    record['migrations'].remove(params['migration'])
+    leftover = [params['directory']]
+    if not record['migrations']:
+        leftover += record['made'] + [p for p in [own_dir(record['parent'])] if p]
+    remove_empty(leftover, result, module.check_mode)
+    if not module.check_mode:
+        files.save_record(module, record_path(params), record if record['migrations'] else {})
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            state=dict(type='str', choices=['request', 'present', 'absent'], default='present'),
-            directory=dict(type='path', default=tls.DIR),
+            state=dict(type='str', choices=['present', 'absent'], default='present'),
             server=dict(type='bool', default=True),
-            ca_cert=dict(type='str'),
-            cert=dict(type='str'),
-            port=dict(type='int', default=874),
-            address=dict(type='str', default='all'),
-            sources=dict(type='list', elements='str', default=[]),
+            directory=dict(type='path', required=True),
+            migration=dict(type='str', required=True),
             wrap_path=dict(type='path', default=tls.WRAP_PATH),
-            rsyncd_conf=dict(type='path', default='/etc/rsyncd.conf'),
-            stunnel=dict(type='path', default=tls.STUNNEL),
-            header=dict(type='str', default=''),
+            service=dict(type='str', default=tls.SERVICE),
             state_dir=dict(type='path', default=files.STATE_DIR),
         ),
         supports_check_mode=True,
     )
     params = module.params
-    result = {'changed': False, 'paths': paths(params), 'check_mode': module.check_mode}
-    {'request': request, 'present': present, 'absent': absent}[params['state']](module, params, result)
+    result = {'changed': False, 'files': {}, 'check_mode': module.check_mode}
+    if params['state'] == 'absent':
+        result['unit_changed'] = False
+    step = {('present', True): server_present, ('present', False): client_present,
+            ('absent', True): server_absent, ('absent', False): client_absent}[(params['state'], params['server'])]
+    with runlock.held(module, params['state_dir'], 'rsync_daemon_tls %s' % params['state']):
+        step(module, params, result)
     module.exit_json(**result)
 
 

@@ -32,6 +32,7 @@ import wanlab  # noqa: E402  pylint: disable=wrong-import-position
 import demo  # noqa: E402  pylint: disable=wrong-import-position
 
 from ansible_collections.bdp.wan_tune.plugins.module_utils import bdp  # noqa: E402
+from ansible_collections.bdp.wan_tune.plugins.module_utils import rsynctls  # noqa: E402
 
 ROOT = wanlab.REPO_ROOT
 RESULTS = os.path.join(ROOT, 'results')
@@ -71,9 +72,11 @@ MODULE = 'xfer'
 RSYNC_USER = 'xfer'
 PASSWORD_FILE = '/root/.xfer-rsync.pass'
 TLS_PORT = 874
-TLS_UNIT = 'bdp-rsync-tls'       # the role's own stunnel instance (it starts rsync --daemon per connection)
-# Where the rsync_daemon role puts a sender's trust anchor, certificate and key (rsync_daemon_tls_client_dir).
-TLS_CLIENT_DIR = '/etc/bdp-wan-tune/rsync-tls-client'
+# The lab's migration, and where the rsync_daemon role puts its files (module_utils/rsynctls.py layout, the one place):
+# the role's own stunnel instance on B (it starts rsync for each connection), A's trust anchor, certificate and key.
+TLS_MIGRATION = 'transfer-lab'
+TLS = rsynctls.layout(TLS_MIGRATION, port=TLS_PORT)
+TLS_UNIT = TLS['service']
 # rsync-ssl runs `$RSYNC_SSL_OPENSSL s_client ... -quiet`; this wrapper in A adds -brief, which prints the session's
 # protocol, cipher suite and verification result on stderr (never on the data stream).
 OPENSSL_BRIEF = '/usr/local/bin/openssl-brief'
@@ -382,6 +385,7 @@ def setup_transports(lab, workdir, streams, quiet=False):
     # from the role as a listed sender); the migration CA stays in the lab's working directory.
     receiver = {'rsync_daemon': True, 'rsync_daemon_streams': streams, 'rsync_daemon_transport': 'both',
                 'rsync_daemon_tls_ca_dir': os.path.join(workdir, 'rsync_tls_ca'),
+                'rsync_daemon_tls_migration': TLS_MIGRATION,
                 'rsync_daemon_tls_senders': [lab.host_name('A')], 'rsync_daemon_tls_names': [lab.address('B')],
                 'rsync_daemon_modules': [{'name': 'xfer', 'path': DEST, 'comment': 'transfer lab', 'read_only': False,
                                           'auth_users': ['xfer'], 'hosts_allow': [lab.address('A')], 'uid': 'root',
@@ -424,9 +428,8 @@ def commands(lab, method, streams, ssh_streams=8):
     ssh_opts = '-o BatchMode=yes'
     rsync_ssh = 'rsync -a -e "ssh %s"' % ssh_opts
     daemon = 'rsync -a --password-file=%s' % PASSWORD_FILE
-    tls = ('RSYNC_SSL_CA_CERT={0}/ca.crt RSYNC_SSL_CERT={0}/host.crt RSYNC_SSL_KEY={0}/host.key RSYNC_SSL_PORT={1} '
-           'RSYNC_SSL_OPENSSL={2} rsync-ssl --type=openssl -a --password-file={3}'.format(
-               TLS_CLIENT_DIR, TLS_PORT, OPENSSL_BRIEF, PASSWORD_FILE))
+    tls = '%s RSYNC_SSL_OPENSSL=%s rsync-ssl --type=openssl -a --password-file=%s' % (
+        TLS['env'], OPENSSL_BRIEF, PASSWORD_FILE)
     url = 'rsync://%s@%s/%s' % (RSYNC_USER, dst, MODULE)
     single = {'scp': 'scp -q -r %s %s root@%s:%s/scp' % (ssh_opts, SRC, dst, DEST),
               'rsync_ssh': '%s %s/ root@%s:%s/rsync_ssh/' % (rsync_ssh, SRC, dst, DEST),

@@ -1,8 +1,10 @@
 # -*- coding: utf-8 -*-
-"""Verify the rsync daemon on rsync-a and rsync-b after converge (transport tls, the default): the files, stunnel
-on 874 and nothing on 873, and transfers from the other container over TLS with its client certificate (an
-authenticated write works; a wrong password, an anonymous write, a client without a certificate and a client that
-trusts another CA fail; a read works)."""
+"""Verify the rsync daemon on rsync-a and rsync-b after converge (transport tls, the default, migration m1): the
+files, stunnel on 874 and nothing on 873, and transfers from the other container over TLS with its client
+certificate of m1 (an authenticated write works; a wrong password, an anonymous write, a client without a
+certificate and a client that trusts another CA fail; a read works; a module that lists only the host itself refuses
+the peer). The receiver's certificate is for servers only and the sender's for clients only: each is refused in the
+other's place. The continuity across a re-run and a second migration are proven in side_effect.yml."""
 
 import json
 import os
@@ -32,7 +34,7 @@ def forms(password):
 
 
 PEER = {'rsync-a': ('rsync-b', '198.18.3.12'), 'rsync-b': ('rsync-a', '198.18.3.11')}
-CLIENT = '/etc/bdp-wan-tune/rsync-tls-client'
+CLIENT = '/etc/bdp-wan-tune/rsync-tls-client/m1'
 SERVER = '/etc/bdp-wan-tune/rsync-tls'
 ENV = 'RSYNC_SSL_CA_CERT=%s/ca.crt RSYNC_SSL_CERT=%s/host.crt RSYNC_SSL_KEY=%s/host.key' % (CLIENT, CLIENT, CLIENT)
 
@@ -90,20 +92,39 @@ def test_no_password_in_the_journal_or_any_other_file(host, name):
     assert not host.file('/tmp/bdp-pwned').exists
 
 
-@pytest.mark.parametrize('directory', [SERVER, CLIENT])
-def test_keys_and_certificates(host, directory):
-    key = host.file(directory + '/host.key')
+@pytest.mark.parametrize('directory, name, usage', [(SERVER, 'host', 'TLS Web Server Authentication'),
+                                                    (SERVER, 'self', 'TLS Web Client Authentication'),
+                                                    (CLIENT, 'host', 'TLS Web Client Authentication')])
+def test_keys_and_certificates(host, directory, name, usage):
+    """Each key root's and 0600; each certificate signed by the migration's CA (its common name names m1) for one
+    usage only: the receiver's daemon serverAuth, its self-check and the sender clientAuth."""
+    key = host.file('%s/%s.key' % (directory, name))
     assert key.user == 'root' and key.group == 'root' and key.mode == 0o600
-    assert 'PRIVATE KEY' in host.check_output('head -1 %s', directory + '/host.key')
-    for name in ('ca.crt', 'host.crt'):
-        assert host.file('%s/%s' % (directory, name)).mode == 0o644
-    verify = host.run('openssl verify -CAfile %s/ca.crt %s/host.crt', directory, directory)
+    assert 'PRIVATE KEY' in host.check_output('head -1 %s/%s.key', directory, name)
+    for item in ('ca.crt', name + '.crt'):
+        assert host.file('%s/%s' % (directory, item)).mode == 0o644
+    verify = host.run('openssl verify -CAfile %s/ca.crt %s/%s.crt', directory, directory, name)
     assert verify.rc == 0, verify.stderr
+    assert 'migration CA m1' in host.check_output('openssl x509 -noout -issuer -in %s/%s.crt', directory, name)
+    ext = host.check_output('openssl x509 -noout -ext extendedKeyUsage -in %s/%s.crt', directory, name)
+    assert ext.split('\n')[-1].strip() == usage, ext
+
+
+def test_the_receivers_names_are_what_senders_use_not_every_address(host, name):
+    """Its inventory name (ansible_host too), wan_address, the loopback addresses of its self-check; not the second
+    address prepare gave it (198.18.4.x, as a VPN would: a new address must not re-issue the certificate)."""
+    text = host.check_output('openssl x509 -noout -ext subjectAltName -in %s/host.crt', SERVER)
+    own = PEER[PEER[name][0]][1]
+    names = sorted(item.strip() for item in text.split('\n')[-1].split(','))
+    assert names == sorted(['DNS:%s' % name, 'DNS:%s' % own, 'IP Address:%s' % own, 'DNS:127.0.0.1',
+                            'IP Address:127.0.0.1', 'DNS:::1', 'IP Address:0:0:0:0:0:0:0:1']), text
+    assert '198.18.4.' in host.check_output('ip -o addr show dev lo')
 
 
 def test_stunnel_config(host):
     text = host.file(SERVER + '/stunnel.conf').content_string
-    for line in ('exec = /usr/bin/rsync', 'execArgs = rsync --daemon --config=/etc/rsyncd.conf', 'verifyChain = yes',
+    for line in ('exec = /usr/bin/rsync', 'execArgs = rsync --server --daemon --config=/etc/rsyncd.conf .',
+                 'verifyChain = yes',
                  'requireCert = yes', 'sslVersionMin = TLSv1.2', 'options = NO_COMPRESSION',
                  'options = NO_RENEGOTIATION', 'renegotiation = no'):
         assert line + '\n' in text, line
@@ -202,16 +223,22 @@ def test_the_handshake_is_tls13_with_an_aead_cipher(host, peer):
     assert 'Cipher is (NONE)' in weak.stdout + weak.stderr or weak.rc != 0
 
 
-def test_the_source_rule_holds_in_stunnel(host):
-    """Behind stunnel rsync sees every client as 127.0.0.1, so the source rule is libwrap's: the role's block at the
-    top of /etc/hosts.allow; a client with a valid certificate from an unlisted source (127.0.0.2) is refused before
-    the handshake, the same client from 127.0.0.1 is not."""
-    text = host.file('/etc/hosts.allow').content_string
+def test_the_outer_gate_holds_in_stunnel(host):
+    """The union of the modules' sources is libwrap's rule: the role's block at the top of /etc/hosts.allow (the rest
+    of the file and its mode kept); a client with a valid certificate from an unlisted source (127.0.0.2) is refused
+    before the handshake, the same client from 127.0.0.1 is not."""
+    wrap = host.file('/etc/hosts.allow')
+    text = wrap.content_string
     assert text.startswith('# BEGIN bdp.wan_tune rsync_daemon')
-    assert 'bdp-rsync-tls: 198.18.3.0/255.255.255.0 127.0.0.1 [::1] : ALLOW\nbdp-rsync-tls: ALL : DENY\n' in text
+    assert text.count('# BEGIN bdp.wan_tune') == 1 and text.count('# END bdp.wan_tune rsync_daemon\n') == 1
+    allow = [line for line in text.split('\n') if line.endswith(' : ALLOW')]
+    assert len(allow) == 1 and {'198.18.3.0/255.255.255.0', '127.0.0.1', '[::1]'} <= set(allow[0].split()), text
+    assert '\nbdp-rsync-tls: ALL : DENY\n# END bdp.wan_tune rsync_daemon\n' in text
+    if host.check_output('hostname') == 'rsync-a':         # the administrator's file: its rules and mode kept
+        assert text.endswith('# the administrator\'s own rules\nALL: 127.0.0.1\n') and wrap.mode == 0o640
     probe = ('import socket, ssl, sys\n'
              'c = ssl.create_default_context(cafile="%s/ca.crt"); c.check_hostname = False\n'
-             'c.load_cert_chain("%s/host.crt", "%s/host.key")\n'
+             'c.load_cert_chain("%s/self.crt", "%s/self.key")\n'
              's = socket.socket(); s.settimeout(10); s.bind((sys.argv[1], 0)); s.connect(("127.0.0.1", 874))\n'
              'print(c.wrap_socket(s).recv(9))\n') % (SERVER, SERVER, SERVER)
     allowed = host.run('python3 -c %s 127.0.0.1', probe)
@@ -219,3 +246,46 @@ def test_the_source_rule_holds_in_stunnel(host):
     refused = host.run('python3 -c %s 127.0.0.2', probe)
     assert refused.rc != 0 and '@RSYNCD' not in refused.stdout
     assert 'SSL' in refused.stderr or 'reset' in refused.stderr.lower() or 'EOF' in refused.stderr, refused.stderr
+
+
+def test_each_module_holds_its_own_sources_under_tls(host, peer, name):
+    """The peer, admitted by the TLS gate (it is listed for incoming and pub) and holding a valid client certificate,
+    reads pub but is refused by rsync at self-only, which lists the host alone: stunnel hands rsync the client's
+    address (REMOTE_HOST), so the daemon logs the refusal with the peer's real address, not 127.0.0.1 (and, with
+    list = no, tells the client the module is unknown rather than that it exists)."""
+    client, address = peer
+    read = client.run('%s timeout 60 rsync-ssl --type=openssl rsync://%s/pub/hello.txt /tmp/pub-%s' % (
+        ENV, '%s', '%s'), address, name)
+    assert read.rc == 0, read.stderr
+    since = host.check_output('date +%Y-%m-%d\\ %H:%M:%S')
+    refused = client.run('%s timeout 60 rsync-ssl --type=openssl rsync://%s/self-only/hello.txt /tmp/self-%s' % (
+        ENV, '%s', '%s'), address, name)
+    output = refused.stdout + refused.stderr
+    assert refused.rc != 0 and "@ERROR: Unknown module 'self-only'" in output, output
+    assert not client.file('/tmp/self-%s' % name).exists
+    logged = host.check_output('journalctl --no-pager -t rsyncd --since %s', since)
+    assert 'rsync denied on module self-only from UNDETERMINED (%s)' % PEER[name][1] in logged, logged
+    # the host itself, which the module lists, reads it through the same daemon
+    own = host.run('RSYNC_SSL_CA_CERT={0}/ca.crt RSYNC_SSL_CERT={0}/self.crt RSYNC_SSL_KEY={0}/self.key timeout 60 '
+                   'rsync-ssl --type=openssl rsync://127.0.0.1/self-only/hello.txt /tmp/self-own'.format(SERVER))
+    assert own.rc == 0, own.stderr
+
+
+def test_the_server_certificate_is_refused_as_a_client(host, peer):
+    """The receiver's own certificate (serverAuth only) shown by a client: refused in the handshake."""
+    target = 'server-cert-%s' % uuid.uuid4().hex
+    env = 'RSYNC_SSL_CA_CERT={0}/ca.crt RSYNC_SSL_CERT={0}/host.crt RSYNC_SSL_KEY={0}/host.key'.format(SERVER)
+    result = send(host, '127.0.0.1', 'migrate', PASSWORD, target, env=env)
+    output = result.stdout + result.stderr
+    assert result.rc != 0 and 'did not see server greeting' in output and '@ERROR' not in output, output
+    assert not host.file('/srv/incoming/' + target).exists
+
+
+def test_a_sender_certificate_is_refused_as_a_server(host):
+    """A TLS server that shows a sender's certificate (clientAuth only): rsync-ssl's client refuses it."""
+    server = host.run('cd /tmp && (timeout 20 openssl s_server -quiet -accept 127.0.0.1:9875 -cert %s/host.crt '
+                      '-key %s/host.key </dev/null >/dev/null 2>&1 &) && sleep 1', CLIENT, CLIENT)
+    assert server.rc == 0
+    result = host.run('RSYNC_SSL_PORT=9875 %s timeout 15 rsync-ssl --type=openssl rsync://127.0.0.1/incoming/' % ENV)
+    output = result.stdout + result.stderr
+    assert result.rc != 0 and 'unsuitable certificate purpose' in output, output

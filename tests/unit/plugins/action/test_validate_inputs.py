@@ -879,9 +879,15 @@ def test_the_tls_daemon_inputs_are_refused_by_name_and_the_ca_key_never_shown(tm
     assert message.startswith("rsync_daemon_transport: 'tunnel' is not one of the choices"), message
     assert only(check(rsync_daemon_tls_port='873', rsync_daemon_transport='both', **base)).startswith(
         'rsync_daemon_tls_port: 873 is also rsync_daemon_port')
-    (tmp_path / 'ca').mkdir()
-    (tmp_path / 'ca' / 'ca.crt').write_text('x')
-    (tmp_path / 'ca' / 'ca.key').write_text('x')
-    os.chmod(str(tmp_path / 'ca' / 'ca.key'), 0o644)
-    assert 'has mode 0644, readable by others' in only(check(**base))
-    assert check(rsync_daemon_transport='plain', **base) == []
+    # the CA of the migration (named here; derived from the inventory sources when not) in its own directory
+    (tmp_path / 'ca' / 'm1').mkdir(parents=True)
+    (tmp_path / 'ca' / 'm1' / 'ca.crt').write_text('x')
+    (tmp_path / 'ca' / 'm1' / 'ca.key').write_text('x')
+    os.chmod(str(tmp_path / 'ca' / 'm1' / 'ca.key'), 0o644)
+    assert check(rsync_daemon_tls_migration='m2', **base) == []
+    assert 'has mode 0644, readable by others' in only(check(rsync_daemon_tls_migration='m1', **base))
+    assert check(rsync_daemon_transport='plain', rsync_daemon_tls_migration='m1', **base) == []
+    # a sender that is not an inventory host, named (the inventory as the play sees it)
+    message = only(vi.check_host(dict(GOOD, rsync_daemon_tls_senders=['rsync-a', 'ghost'], **base),
+                                 inventory=['rsync-a', 'rsync-b']))
+    assert message.startswith("rsync_daemon_tls_senders[1]: 'ghost' is not a host of the inventory"), message

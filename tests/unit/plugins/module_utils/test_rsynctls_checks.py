@@ -1,12 +1,16 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, bdp.wan_tune contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""module_utils/rsynctls.py tls_checks, the TLS layer as rsync_daemon_check proves it, against a TLS server on
-loopback that stands in for stunnel: mutual TLS with the test's CA, then an rsync greeting.  openssl makes the CA
-and runs the handshake (s_client), as on the host."""
+"""module_utils/rsynctls.py tls_checks and module_answer, the TLS layer as rsync_daemon_check proves it, against a
+TLS server on loopback that stands in for stunnel and rsyncd: mutual TLS with the test's CA (made by stranger(), as
+the self-check makes its CA of nobody's), then an rsync greeting and, for a module request, rsyncd's answer to the
+client's address (the module 'closed' lists nobody).  openssl runs the handshake (s_client), as on the host."""
 
 from __future__ import annotations
 
+import datetime
+import ipaddress
+import os
 import shutil
 import socket
 import ssl
@@ -14,6 +18,10 @@ import subprocess
 import threading
 
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from ansible_collections.bdp.wan_tune.plugins.module_utils import rsynctls
 
@@ -42,13 +50,52 @@ def free_port():
         return sock.getsockname()[1]
 
 
+def pki(directory):
+    """A CA with a server (serverAuth) and a client (clientAuth) certificate, as the role issues them:
+    {ca, cert, key, server_cert, server_key}."""
+    start = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(minutes=5)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, 'unit migration CA')])
+
+    def issue(name, key, usage, ca=False):
+        builder = (x509.CertificateBuilder().subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]))
+                   .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
+                   .not_valid_before(start).not_valid_after(start + datetime.timedelta(days=1))
+                   .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+        if usage:
+            builder = builder.add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+            builder = builder.add_extension(x509.SubjectAlternativeName([x509.IPAddress(
+                ipaddress.ip_address('127.0.0.1'))]), critical=False)
+        return builder.sign(ca_key, hashes.SHA256())
+
+    out = {}
+    for label, cert, key in (('ca', issue('unit migration CA', ca_key, None, ca=True), None),
+                             ('server', None, ec.generate_private_key(ec.SECP256R1())),
+                             ('client', None, ec.generate_private_key(ec.SECP256R1()))):
+        if label != 'ca':
+            cert = issue(label, key, ExtendedKeyUsageOID.SERVER_AUTH if label == 'server'
+                         else ExtendedKeyUsageOID.CLIENT_AUTH)
+        path = os.path.join(directory, '%s.crt' % label)
+        with open(path, 'wb') as handle:
+            handle.write(cert.public_bytes(serialization.Encoding.PEM))
+        out[{'ca': 'ca', 'server': 'server_cert', 'client': 'cert'}[label]] = path
+        if key is not None:
+            path = os.path.join(directory, '%s.key' % label)
+            with open(path, 'wb') as handle:
+                handle.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                               serialization.NoEncryption()))
+            out['server_key' if label == 'server' else 'key'] = path
+    return out
+
+
 @pytest.fixture
 def stunnel(tmp_path):
-    """(port, identity): a TLS server on 127.0.0.1 that wants a client certificate of the CA and then greets as
-    rsyncd does; identity {ca, cert, key} is a client of that CA."""
-    identity = rsynctls.stranger(Host(), str(tmp_path))
+    """(port, identity): a TLS server on 127.0.0.1 with a server certificate of the CA, which wants a client
+    certificate of the CA and then greets as rsyncd does; identity {ca, cert, key} is a client of that CA."""
+    made = pki(str(tmp_path))
+    identity = dict((key, made[key]) for key in ('ca', 'cert', 'key'))
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(identity['cert'], identity['key'])
+    context.load_cert_chain(made['server_cert'], made['server_key'])
     context.load_verify_locations(identity['ca'])
     context.verify_mode = ssl.CERT_REQUIRED
     server = socket.socket()
@@ -67,7 +114,18 @@ def stunnel(tmp_path):
                 conn.settimeout(5)
                 with context.wrap_socket(conn, server_side=True) as tls:
                     tls.sendall(b'@RSYNCD: 31.0 sha256\n')
-                    tls.recv(64)        # as rsyncd, wait for the client's answer (or its end) before closing
+                    lines = b''
+                    while lines.count(b'\n') < 2:     # as rsyncd: the client's version, then the module
+                        chunk = tls.recv(64)
+                        if not chunk:
+                            break
+                        lines += chunk
+                    module = lines.split(b'\n')[1] if lines.count(b'\n') >= 2 else None
+                    if module == b'closed':
+                        tls.sendall(b'@ERROR: access denied to closed from UNDETERMINED (%s)\n'
+                                    % tls.getpeername()[0].encode('ascii'))
+                    elif module is not None:
+                        tls.sendall(b'@RSYNCD: OK\n')
             except (OSError, ssl.SSLError):
                 pass
             finally:
@@ -101,7 +159,25 @@ def test_the_tls_layer_is_proven_and_an_open_source_rule_fails(stunnel):
 def test_a_server_of_another_ca_fails_the_handshake(stunnel, tmp_path):
     port, identity = stunnel
     (tmp_path / 'other').mkdir()
-    other = rsynctls.stranger(Host(), str(tmp_path / 'other'))
+    other = rsynctls.stranger(str(tmp_path / 'other'))
     checks, shake = rsynctls.tls_checks(Host(), params(port, dict(identity, ca=other['ca']), ['127.0.0.2']), {},
                                         None)
     assert shake['verified'] is False and checks[0] == dict(checks[0], check='TLS handshake verified', passed=False)
+
+
+def test_module_answer_reports_rsyncds_refusal_of_the_source(stunnel):
+    port, identity = stunnel
+    assert rsynctls.module_answer('127.0.0.1', port, identity, 'open', 10) == (True, '@RSYNCD: OK')
+    greeted, answer = rsynctls.module_answer('127.0.0.1', port, identity, 'closed', 10, source='127.0.0.3')
+    assert greeted and rsynctls.denied(answer) and answer.endswith('(127.0.0.3)')
+    assert not rsynctls.denied('@RSYNCD: AUTHREQD abc')
+
+
+def test_the_stranger_is_a_ca_and_a_client_of_it(tmp_path):
+    made = rsynctls.stranger(str(tmp_path))
+    assert oct(os.stat(made['key']).st_mode & 0o777) == '0o600'
+    text = subprocess.run(['openssl', 'x509', '-noout', '-ext', 'extendedKeyUsage', '-in', made['cert']],
+                          stdout=subprocess.PIPE, universal_newlines=True, check=True).stdout
+    assert 'TLS Web Client Authentication' in text
+    verify = subprocess.run(['openssl', 'verify', '-CAfile', made['ca'], made['cert']], check=False)
+    assert verify.returncode == 0

@@ -1,166 +1,178 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, bdp.wan_tune contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The migration CA on the controller (plugin_utils/tls_ca.py) and the TLS input rules (module_utils/rsynctls.py),
-with real keys and certificates made by the cryptography library."""
+"""The migration CA as the controller reads it before any host changes (plugin_utils/tls_ca.py), and the TLS rules
+of module_utils/rsynctls.py: the layout, the migration's name, the names of a certificate, how long one is issued,
+the senders to issue for, the outer gate's marks and the platforms.  The CAs here are made by the cryptography
+library in the test; the collection makes its own with community.crypto (Molecule rsync_daemon)."""
 
 from __future__ import annotations
 
-import concurrent.futures
 import datetime
 import os
-import stat
-import time
 
 import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 from ansible_collections.bdp.wan_tune.plugins.module_utils import rsynctls
 from ansible_collections.bdp.wan_tune.plugins.plugin_utils import tls_ca
 
 
-def request():
-    """(csr PEM, key) of a host."""
+def make_ca(directory=None, days=825, ca=True):
+    """(certificate PEM, key PEM) of a CA valid for ``days``, written as ca.crt and ca.key (0600) into
+    ``directory`` when given."""
     key = ec.generate_private_key(ec.SECP256R1())
-    csr = (x509.CertificateSigningRequestBuilder().subject_name(x509.Name([]))
-           .sign(key, hashes.SHA256()))
-    return csr.public_bytes(serialization.Encoding.PEM).decode('ascii'), key
-
-
-def test_create_makes_a_private_key_file_and_a_ca(tmp_path):
-    ca_dir = str(tmp_path / 'ca')
-    cert, key = tls_ca.create(ca_dir, 'test CA')
-    assert stat.S_IMODE(os.stat(os.path.join(ca_dir, 'ca.key')).st_mode) == 0o600
-    assert stat.S_IMODE(os.stat(ca_dir).st_mode) & 0o077 == 0
-    assert tls_ca.dir_problems(ca_dir) == []
-    loaded_cert, dummy = tls_ca.load_files(ca_dir)
-    assert loaded_cert == cert
-
-
-def test_dir_problems_name_the_variable(tmp_path):
-    ca_dir = str(tmp_path / 'ca')
-    tls_ca.create(ca_dir, 'test CA')
-    os.chmod(os.path.join(ca_dir, 'ca.key'), 0o644)
-    found = tls_ca.dir_problems(ca_dir)
-    assert len(found) == 1 and found[0].startswith('rsync_daemon_tls_ca_dir: ') and 'mode 0644' in found[0]
-    os.unlink(os.path.join(ca_dir, 'ca.key'))
-    assert 'is missing' in tls_ca.dir_problems(ca_dir)[0]
-    assert tls_ca.dir_problems(str(tmp_path / 'none')) == []
-
-
-def test_parallel_forks_make_one_ca_and_all_read_it_whole(tmp_path, monkeypatch):
-    """The hosts of a play ask at once: one makes the CA, the others wait and read it, never a key alone."""
-    ca_dir = str(tmp_path / 'ca')
-    writer = tls_ca.write_private
-
-    def slow_write(path, data, mode):           # the key lands well before the certificate
-        writer(path, data, mode)
-        time.sleep(0.2)
-    monkeypatch.setattr(tls_ca, 'write_private', slow_write)
-
-    def fork(number):                           # the forks start 50 ms apart, some while the first one writes
-        time.sleep(0.05 * number)
-        return tls_ca.from_dir(ca_dir, 'test CA')
-    with concurrent.futures.ThreadPoolExecutor(6) as pool:
-        got = list(pool.map(fork, range(6)))
-    assert sorted(created for dummy, dummy_key, created in got) == [False] * 5 + [True]
-    assert len(set(cert.serial_number for cert, dummy_key, dummy in got)) == 1
-    assert tls_ca.from_dir(ca_dir, 'test CA', check_mode=True)[2] is False
-
-
-def test_check_mode_makes_nothing_and_problems_still_stop(tmp_path):
-    ca_dir = str(tmp_path / 'ca')
-    assert tls_ca.from_dir(ca_dir, 'test CA', check_mode=True) == (None, None, True)
-    assert not os.path.exists(ca_dir)
-    tls_ca.create(ca_dir, 'test CA')
-    os.unlink(os.path.join(ca_dir, 'ca.crt'))
-    for check_mode in (True, False):
-        with pytest.raises(tls_ca.CaError, match='holds ca.key but no ca.crt'):
-            tls_ca.from_dir(ca_dir, 'test CA', check_mode=check_mode)
-    assert os.listdir(ca_dir) == ['ca.key']
-
-
-def test_sign_then_keep_then_renew(tmp_path):
-    ca_cert, ca_key = tls_ca.create(str(tmp_path / 'ca'), 'test CA')
-    csr, key = request()
-    names = ['rsync-b', '198.18.3.12']
-    assert tls_ca.judge(None, ca_cert, None, names) == 'there is no certificate yet'
-    cert_pem = tls_ca.sign(csr, ca_cert, ca_key, names, 180, 'rsync-b')
-    public = tls_ca.csr_public_key(csr)
-    assert tls_ca.judge(cert_pem, ca_cert, public, names) is None          # a re-run keeps it
-    cert = x509.load_pem_x509_certificate(cert_pem.encode('ascii'))
-    assert tls_ca.san_set(cert) == {('DNS', 'rsync-b'), ('DNS', '198.18.3.12'), ('IP', '198.18.3.12')}
-    assert 'not the wanted ones' in tls_ca.judge(cert_pem, ca_cert, public, names + ['rsync-b.example.org'])
-    other_csr, dummy = request()
-    assert "not for the host's key" in tls_ca.judge(cert_pem, ca_cert, tls_ca.csr_public_key(other_csr), names)
-    short = tls_ca.sign(csr, ca_cert, ca_key, names, 20, 'rsync-b')
-    assert 'within 30 days' in tls_ca.judge(short, ca_cert, public, names)
-    other_ca, dummy = tls_ca.create(str(tmp_path / 'other'), 'other CA')
-    assert 'not by the migration CA' in tls_ca.judge(cert_pem, other_ca, public, names)
-
-
-def test_load_refuses_a_key_of_another_certificate_without_showing_it(tmp_path):
-    ca_cert, dummy = tls_ca.create(str(tmp_path / 'ca'), 'test CA')
-    other = ec.generate_private_key(ec.SECP256R1())
-    key_pem = other.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                  serialization.NoEncryption()).decode('ascii')
-    with pytest.raises(tls_ca.CaError) as error:
-        tls_ca.load(tls_ca.pem(ca_cert), key_pem)
-    assert 'rsync_daemon_tls_ca_key' in str(error.value) and key_pem.split('\n')[1] not in str(error.value)
-    with pytest.raises(tls_ca.CaError) as error:
-        tls_ca.load(tls_ca.pem(ca_cert), 'garbage "\\ %')
-    assert 'not an unencrypted PEM private key' in str(error.value) and 'garbage' not in str(error.value)
-
-
-def test_a_leaf_certificate_is_not_a_ca(tmp_path):
-    ca_cert, ca_key = tls_ca.create(str(tmp_path / 'ca'), 'test CA')
-    csr, key = request()
-    leaf = tls_ca.sign(csr, ca_cert, ca_key, ['h'], 180, 'h')
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, 'unit CA')])
+    start = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(minutes=5)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(start)
+            .not_valid_after(start + datetime.timedelta(days=days))
+            .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    cert_pem = cert.public_bytes(serialization.Encoding.PEM).decode('ascii')
     key_pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                serialization.NoEncryption())
-    with pytest.raises(tls_ca.CaError, match='is not a CA'):
-        tls_ca.load(leaf, key_pem)
+                                serialization.NoEncryption()).decode('ascii')
+    if directory:
+        os.makedirs(directory, 0o700, exist_ok=True)
+        with open(os.path.join(directory, 'ca.crt'), 'w') as handle:
+            handle.write(cert_pem)
+        with open(os.open(os.path.join(directory, 'ca.key'), os.O_WRONLY | os.O_CREAT, 0o600), 'w') as handle:
+            handle.write(key_pem)
+    return cert_pem, key_pem
 
 
-def test_problems_of_the_settings(tmp_path):
-    assert tls_ca.problems({'transport': 'plain', 'tls_port': 'x'}) == []
-    found = tls_ca.problems({'transport': 'tls', 'tls_ca_cert': '-----BEGIN CERTIFICATE-----\nAA\n'
-                                                                '-----END CERTIFICATE-----'})
-    assert found[0].startswith('rsync_daemon_tls_ca_cert: is set but rsync_daemon_tls_ca_key is empty')
-    assert rsynctls.check({'transport': 'tunnel'})[0].startswith("rsync_daemon_transport: 'tunnel' is not a transport")
-    assert 'is also rsync_daemon_port' in rsynctls.check({'transport': 'both', 'tls_port': 873, 'port': '873'})[0]
-    assert rsynctls.check({'tls_names': ['ok.example.org', '198.18.3.1', 'bad name']})[0].startswith(
-        "rsync_daemon_tls_names[2]: 'bad name' is not a DNS name")
-    assert rsynctls.check({'tls_days': 30})[0].startswith('rsync_daemon_tls_days: 30 is not a validity')
-    assert tls_ca.problems({'tls_ca_dir': str(tmp_path / 'new')}) == []
+def settings(**kwargs):
+    base = {'transport': 'tls', 'tls_port': 874, 'port': 873, 'tls_days': 180, 'tls_names': [], 'tls_ca_cert': '',
+            'tls_ca_key': '', 'tls_migration': 'm1', 'tls_senders': []}
+    base.update(kwargs)
+    return base
 
 
-def test_stunnel_config_has_no_socket_buffers_and_only_aead():
-    text = rsynctls.render_stunnel(874, '198.18.3.12')
-    assert 'accept = 198.18.3.12:874\n' in text and 'requireCert = yes\n' in text
-    assert 'SO_SNDBUF' not in text.split('No socket')[1].split('\n', 1)[1] and '\nsocket' not in text
-    for cipher in rsynctls.CIPHERS_TLS12.split(':'):
-        assert cipher.startswith('ECDHE-') and ('GCM' in cipher or 'CHACHA20-POLY1305' in cipher)
-    assert 'ExecStart=/usr/bin/stunnel4 /etc/bdp-wan-tune/rsync-tls/stunnel.conf' in rsynctls.render_unit()
+def test_the_ca_directory_of_the_migration_is_read_not_its_parent(tmp_path):
+    make_ca(str(tmp_path / 'ca'))                                   # the flat layout of 0.3: not read any more
+    assert tls_ca.problems(settings(tls_ca_dir=str(tmp_path / 'ca'))) == []
+    make_ca(str(tmp_path / 'ca' / 'm1'))
+    os.chmod(str(tmp_path / 'ca' / 'm1' / 'ca.key'), 0o644)
+    found = tls_ca.problems(settings(tls_ca_dir=str(tmp_path / 'ca')))
+    assert len(found) == 1 and found[0].startswith('rsync_daemon_tls_ca_dir: ') and 'mode 0644' in found[0]
+    assert tls_ca.problems(settings(tls_ca_dir=str(tmp_path / 'ca'), tls_migration='m2')) == []
+    os.unlink(str(tmp_path / 'ca' / 'm1' / 'ca.key'))
+    assert 'is missing' in tls_ca.problems(settings(tls_ca_dir=str(tmp_path / 'ca')))[0]
 
 
-def test_expiry_is_capped_by_the_ca(tmp_path):
-    ca_cert, ca_key = tls_ca.create(str(tmp_path / 'ca'), 'test CA', days=40)
-    csr, dummy = request()
-    cert = x509.load_pem_x509_certificate(tls_ca.sign(csr, ca_cert, ca_key, ['h'], 180, 'h').encode('ascii'))
-    assert tls_ca.not_after(cert) <= tls_ca.not_after(ca_cert)
-    assert tls_ca.expires(cert)[1] <= 40 and isinstance(tls_ca.now(), datetime.datetime)
+def test_the_derived_migration_finds_its_own_directory(tmp_path):
+    sources = [str(tmp_path / 'dc1-to-dc2.yml')]
+    name = rsynctls.default_migration(sources)
+    make_ca(str(tmp_path / 'ca' / name))
+    os.chmod(str(tmp_path / 'ca' / name / 'ca.key'), 0o640)
+    found = tls_ca.problems(settings(tls_ca_dir=str(tmp_path / 'ca'), tls_migration=''), sources=sources)
+    assert found and name in found[0]
 
 
-def test_libwrap_block_first_and_removed_alone():
-    admin = '# the administrator\nALL: ALL\n'
-    text = rsynctls.with_block(admin, ['198.18.3.0/24', '198.18.3.5', '2001:db8::/64', '::1', 'x.example.org'])
-    assert text.startswith(rsynctls.WRAP_BEGIN) and text.endswith(admin)
-    assert ('bdp-rsync-tls: 198.18.3.0/255.255.255.0 198.18.3.5 [2001:db8::]/64 [::1] x.example.org : ALLOW\n'
-            'bdp-rsync-tls: ALL : DENY\n') in text
-    assert rsynctls.with_block(text, ['198.18.3.5']).count(rsynctls.WRAP_BEGIN) == 1
-    assert rsynctls.without_block(text) == admin and rsynctls.without_block(None) == ''
-    assert rsynctls.source_allowed('127.0.0.2', ['127.0.0.0/8'])
-    assert not rsynctls.source_allowed('127.0.0.2', ['127.0.0.1', '::1'])
+def test_a_given_ca_is_checked_without_showing_its_key():
+    cert, key = make_ca()
+    assert tls_ca.problems(settings(tls_ca_cert=cert, tls_ca_key=key)) == []
+    other_cert, other_key = make_ca()
+    found = tls_ca.problems(settings(tls_ca_cert=cert, tls_ca_key=other_key))
+    assert 'is not the key of the certificate' in found[0] and other_key.split('\n')[1] not in found[0]
+    leaf, leaf_key = make_ca(ca=False)
+    assert 'is not a CA' in tls_ca.problems(settings(tls_ca_cert=leaf, tls_ca_key=leaf_key))[0]
+    assert 'rsync_daemon_tls_ca_key is empty' in tls_ca.problems(settings(tls_ca_cert=cert))[0]
+
+
+def test_a_ca_too_close_to_its_end_is_refused_before_anything_changes(tmp_path):
+    cert, key = make_ca(days=20)
+    found = tls_ca.problems(settings(tls_ca_cert=cert, tls_ca_key=key))
+    assert 'valid for more than 30 days' in found[0] and 'in 19 days' in found[0]
+    make_ca(str(tmp_path / 'm1'), days=20)
+    assert 'valid for more than 30 days' in tls_ca.problems(settings(tls_ca_dir=str(tmp_path)))[0]
+
+
+def test_senders_must_be_inventory_hosts_and_the_migration_a_name():
+    found = tls_ca.problems(settings(tls_senders=['rsync-a', 'ghost'], tls_migration='../up'),
+                            inventory=['rsync-a', 'rsync-b'])
+    assert found == ["rsync_daemon_tls_migration: '../up' is not a migration name; expected %s."
+                     % rsynctls.MIGRATION_HELP,
+                     "rsync_daemon_tls_senders[1]: 'ghost' is not a host of the inventory, so it could get no client "
+                     "certificate; expected %s." % rsynctls.SENDERS_HELP]
+    assert tls_ca.problems(settings(tls_senders='rsync-a'))[0].startswith("rsync_daemon_tls_senders: 'rsync-a' is not")
+    assert tls_ca.problems(settings(transport='plain', tls_senders=['ghost']), inventory=[]) == []
+
+
+def test_the_migration_name_keeps_two_inventories_apart(tmp_path):
+    one, two = str(tmp_path / 'a' / 'hosts.yml'), str(tmp_path / 'b' / 'hosts.yml')
+    assert rsynctls.default_migration([one]) != rsynctls.default_migration([two])
+    assert rsynctls.default_migration([one]) == rsynctls.default_migration([one])
+    assert rsynctls.default_migration([one]).startswith('hosts-')
+    assert rsynctls.MIGRATION_RE.match(rsynctls.default_migration(['198.18.3.11,198.18.3.12,']))
+    assert rsynctls.migration_name('dc1-to-dc2', [one]) == 'dc1-to-dc2'
+
+
+def test_the_layout_is_scoped_by_the_migration():
+    layout = rsynctls.layout('m1', '/srv/client', '/ca', 8874)
+    assert layout['ca'] == {'dir': '/ca/m1', 'cert': '/ca/m1/ca.crt', 'key': '/ca/m1/ca.key'}
+    assert layout['client']['dir'] == '/srv/client/m1' and layout['client']['key'] == '/srv/client/m1/host.key'
+    assert layout['server']['self_cert'] == '/etc/bdp-wan-tune/rsync-tls/self.crt'
+    assert layout['env'] == ('RSYNC_SSL_CA_CERT=/srv/client/m1/ca.crt RSYNC_SSL_CERT=/srv/client/m1/host.crt '
+                             'RSYNC_SSL_KEY=/srv/client/m1/host.key RSYNC_SSL_PORT=8874')
+
+
+def test_an_address_is_named_as_ip_and_as_dns():
+    assert rsynctls.subject_alt_names(['rsync-B.', '198.18.3.12', '198.18.3.12', 'not a name']) == [
+        'DNS:198.18.3.12', 'DNS:rsync-b', 'IP:198.18.3.12']
+
+
+def test_validity_renews_within_30_days_and_never_outlives_the_ca():
+    now = datetime.datetime(2026, 11, 26, 12, 0, tzinfo=datetime.timezone.utc)
+    fine = rsynctls.validity('20270301000000Z', '20290101000000Z', 180, now)
+    assert fine == {'renew': False, 'not_after': '20270525120000Z', 'capped': False, 'ca_days_left': 766}
+    assert rsynctls.validity('20261220000000Z', '20290101000000Z', 180, now)['renew']
+    assert not rsynctls.validity(None, '20290101000000Z', 180, now)['renew']
+    # the CA ends in 60 days: a new certificate ends with it, and a second run keeps it (no renewal loop)
+    capped = rsynctls.validity(None, '20270125120000Z', 180, now)
+    assert capped['capped'] and capped['not_after'] == '20270125120000Z'
+    assert not rsynctls.validity(capped['not_after'], '20270125120000Z', 180, now)['renew']
+    with pytest.raises(rsynctls.ValidityError, match='ends on 2026-12-20, in 23 days'):
+        rsynctls.validity(None, '20261220000000Z', 180, now)
+
+
+def receiver(name, migration, senders, ca_dir='/ca'):
+    layout = rsynctls.layout(migration, ca_dir=ca_dir)
+    return {'receiver': name, 'senders': senders, 'migration': migration, 'client': layout['client'],
+            'ca': {'given': False, 'pem': 'PEM', 'cert': layout['ca']['cert'], 'key': layout['ca']['key'],
+                   'not_after': '20290101000000Z'}, 'state_dir': '/var/lib/bdp_wan_tune'}
+
+
+def test_each_sender_is_issued_once_per_migration():
+    ids = rsynctls.sender_identities([receiver('r1', 'm1', ['s1', 's2']), receiver('r2', 'm1', ['s1']),
+                                      receiver('r3', 'm2', ['s1'])], predict=['s2'])
+    assert [(item['host'], item['migration'], item['receiver']) for item in ids] == [
+        ('s1', 'm1', 'r1'), ('s1', 'm2', 'r3'), ('s2', 'm1', 'r1')]
+    assert ids[1]['cert'] == '/etc/bdp-wan-tune/rsync-tls-client/m2/host.crt' and ids[1]['usage'] == 'clientAuth'
+    assert [item['predict'] for item in ids] == [False, False, True]
+    with pytest.raises(ValueError, match='r1 and r2 are both in the migration m1 but sign with different CAs'):
+        rsynctls.sender_identities([receiver('r1', 'm1', ['s1']), receiver('r2', 'm1', ['s1'], ca_dir='/other')])
+
+
+def test_the_outer_gate_rules_and_marks():
+    assert rsynctls.wrap_rules(['198.18.3.0/24', '198.18.3.0/24', '::1', '2001:db8::/64']) == (
+        'bdp-rsync-tls: 198.18.3.0/255.255.255.0 [::1] [2001:db8::]/64 : ALLOW\nbdp-rsync-tls: ALL : DENY')
+    assert rsynctls.wrap_rules([]) == 'bdp-rsync-tls: ALL : DENY'
+    whole = 'x\n# %s\nrules\n# %s\ny\n' % (rsynctls.WRAP_MARK_BEGIN, rsynctls.WRAP_MARK_END)
+    assert rsynctls.wrap_problem(whole) is None and rsynctls.wrap_problem(None) is None
+    assert 'BEGIN on line(s) 2, END on line(s) none' in rsynctls.wrap_problem(whole.replace('# END', '# end'))
+
+
+@pytest.mark.parametrize('family, major, transport, refused', [
+    ('Debian', '12', 'tls', False), ('RedHat', '9', 'tls', True), ('RedHat', '8', 'both', True),
+    ('RedHat', '7', 'tls', False), ('RedHat', '9', 'plain', False), ('RedHat', '', 'tls', True)])
+def test_tls_is_refused_where_stunnel_has_no_libwrap(family, major, transport, refused):
+    """Generated facts: EL 8 and later ship stunnel without libwrap (no RHEL image can be built here)."""
+    problem = rsynctls.platform_problem(transport, family, major, 'Rocky' if family == 'RedHat' else 'Debian')
+    assert bool(problem) is refused
+    if refused:
+        assert problem.startswith('rsync_daemon_transport: %s on Rocky' % transport) and 'libwrap' in problem
+        assert problem.endswith('Nothing was changed on this host.')
