@@ -440,16 +440,17 @@ def _short_error(error):
 
 
 def check_host(variables, tcp_buffers=True, jumbo_mtu=True, play_peers=None, specs=None, inventory=None,
-               sources=None):
+               sources=None, hostvars=None):
     """Every problem with one host's inputs, one message each (an empty list when all are usable).
 
     ``variables``: the host's variables that are set, templated (a value that failed to template is
     ``Unresolved``).  ``tcp_buffers``/``jumbo_mtu``: whether those roles run at all (tags).  ``play_peers``: a
     callable returning [(peer, where it comes from)] for the other hosts of the play, used when the jumbo_mtu role
-    takes its peers from the play.  ``inventory``: the inventory's host names; ``sources``: the inventory sources
-    (the rsync daemon's TLS senders and migration).
+    takes its peers from the play.  ``inventory``: the inventory's host names; ``sources``: the inventory sources;
+    ``hostvars``: every host's variables (the rsync daemon's TLS senders, migration and its one CA).
     """
     specs = specs or load_specs()
+    host = variables.get('inventory_hostname')
     problems = []
     values, raw, names, given = {}, {}, {}, {}
     for var, value, name, is_set in resolve(variables, specs):
@@ -546,7 +547,11 @@ def check_host(variables, tcp_buffers=True, jumbo_mtu=True, play_peers=None, spe
         settings = dict((var[len(_rsyncd.PREFIX):], raw[var]) for var in variables if var in raw)
         if all(values.get(var) is not None for var in variables if var in raw):
             problems.extend(_rsyncd.check(settings)[1])
-            problems.extend(_tls_ca.problems(settings, inventory=inventory, sources=sources))
+            found = _tls_ca.problems(settings, inventory=inventory, sources=sources)
+            if not found and hostvars is not None and settings.get('transport', 'tls') != 'plain':
+                found = [conflict for conflict in [_tls_ca.migration_conflict(
+                    host, hostvars, inventory or [], sources)] if conflict]
+            problems.extend(found)
     # hpn_ssh: the role's own rules (module_utils/hpnssh.py: port 22, sources, files with checksums, repository keys).
     if values.get('hpn_ssh') and role_state('hpn_ssh') == 'present':
         settings = dict((var, values[var]) for var in raw if var.startswith('hpn_ssh_') and values.get(var) is not None)
@@ -708,7 +713,7 @@ class ActionModule(ActionBase):
 
         problems = check_host(variables, tcp_buffers=args['tcp_buffers'], jumbo_mtu=args['jumbo_mtu'],
                               play_peers=play_peers, specs=specs, inventory=task_vars.get('groups', {}).get('all'),
-                              sources=task_vars.get('ansible_inventory_sources'))
+                              sources=task_vars.get('ansible_inventory_sources'), hostvars=task_vars.get('hostvars'))
         result['changed'] = False
         if problems:
             result['failed'] = True

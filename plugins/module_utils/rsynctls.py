@@ -76,21 +76,20 @@ SERVER_MESSAGES = '-M--no-msgs2stderr'
 
 def layout(migration, client_dir=CLIENT_DIR, ca_dir=CA_DIR, port=874):
     """Every path of the TLS daemon for one migration: {migration, name (the stunnel and libwrap service), service,
-    unit, wrap, server: {dir, ca, cert, key, conf, self_cert, self_key}, client: {parent, dir, ca, cert, key}, ca:
-    {dir, cert, key}, env, ciphersuites, ciphers, ca_days, renew_days, server_messages (the rsync option that brings
-    the daemon's messages to the sender), marks (of the block in /etc/hosts.allow)}.  ``env`` is the environment rsync-ssl reads
+    unit, wrap, server: {dir, ca, cert, key, conf, self_cert, self_key}, client: {dir, ca, cert, key}, ca: {dir,
+    cert, key}, env, ciphersuites, ciphers, ca_days, server_messages (the rsync option that brings the daemon's
+    messages to the sender), marks (of the block in /etc/hosts.allow)}.  ``env`` is the environment rsync-ssl reads
     on a sender, as a shell prefix."""
     client = os.path.join(client_dir, migration)
     authority = os.path.join(os.path.expanduser(ca_dir), migration)
     out = {'migration': migration, 'name': SERVICE_NAME, 'service': SERVICE, 'unit': UNIT_PATH, 'wrap': WRAP_PATH,
            'server': dict([('dir', DIR)] + [(key, os.path.join(DIR, name)) for key, name in SERVER_FILES.items()]),
-           'client': dict([('parent', client_dir), ('dir', client)]
+           'client': dict([('dir', client)]
                           + [(key, os.path.join(client, name)) for key, name in CLIENT_FILES.items()]),
            'ca': dict([('dir', authority)] + [(key, os.path.join(authority, name)) for key, name in CA_FILES.items()])}
     out['env'] = 'RSYNC_SSL_CA_CERT=%s RSYNC_SSL_CERT=%s RSYNC_SSL_KEY=%s RSYNC_SSL_PORT=%d' % (
         out['client']['ca'], out['client']['cert'], out['client']['key'], int(port))
-    out.update(ciphersuites=CIPHERSUITES, ciphers=CIPHERS_TLS12, ca_days=CA_DAYS, renew_days=RENEW_DAYS,
-               server_messages=SERVER_MESSAGES,
+    out.update(ciphersuites=CIPHERSUITES, ciphers=CIPHERS_TLS12, ca_days=CA_DAYS, server_messages=SERVER_MESSAGES,
                marks={'begin': WRAP_MARK_BEGIN, 'end': WRAP_MARK_END})
     return out
 
@@ -262,31 +261,46 @@ def platform_problem(transport, os_family, major_version, distribution=None):
 
 
 # ----------------------------------------------------------------------------- the senders of a play's receivers
+def signer(ca):
+    """What identifies the CA a receiver signs with: its certificate when it is given, else its directory."""
+    return ('given', (ca.get('pem') or '').strip()) if ca.get('given') else ('directory', ca.get('cert'))
+
+
+def ca_conflict(receivers, host=None):
+    """The refusal when two receivers of one migration sign with different CAs (a sender's one directory for the
+    migration would flip between them), or None.  ``receivers``: [(host, migration, signer)]; ``host``: only a
+    conflict that involves this host."""
+    first = {}
+    for name, migration, identity in receivers:
+        other, known = first.setdefault(migration, (name, identity))
+        if known != identity and host in (None, name, other):
+            return ('rsync_daemon_tls_migration: the receivers %s and %s are both in the migration %s but sign with '
+                    'different CAs, so their senders\' files for it would flip between them; expected one CA for '
+                    'each migration (the same rsync_daemon_tls_ca_dir, or the same rsync_daemon_tls_ca_cert and '
+                    'rsync_daemon_tls_ca_key), or different rsync_daemon_tls_migration names. Nothing was changed.'
+                    % (other, name, migration))
+    return None
+
+
 def sender_identities(receivers, predict=()):
     """The client identities to issue for the senders of ``receivers`` (each {receiver, senders, migration, client,
-    ca, state_dir}, as the role keeps it on every receiver): one per sender and migration however many receivers list
-    the sender, from the first receiver that does.  ``predict``: senders where check mode cannot read or make
-    anything yet.  Two receivers of one migration that sign with different CAs are refused: the sender's one
-    directory for the migration would flip between them."""
-    identities, signers = {}, {}
+    ca, days, state_dir}, as the role keeps it on every receiver): one per sender and migration however many
+    receivers list the sender, from the first receiver that does, with every receiver that does in ``receivers``.
+    ``predict``: senders where check mode cannot read or make anything yet.  Two receivers of one migration that
+    sign with different CAs are refused (validation refuses them before any host changes already)."""
+    conflict = ca_conflict([(item['receiver'], item['migration'], signer(item['ca'])) for item in receivers])
+    if conflict:
+        raise ValueError(conflict)
+    identities = {}
     for receiver in receivers:
-        migration = receiver['migration']
-        signer = (bool(receiver['ca'].get('given')), receiver['ca'].get('pem') if receiver['ca'].get('given')
-                  else receiver['ca'].get('cert'))
-        first = signers.setdefault(migration, (receiver['receiver'], signer))
-        if first[1] != signer:
-            raise ValueError('rsync_daemon_tls_migration: the receivers %s and %s are both in the migration %s but '
-                             'sign with different CAs, so their senders\' files for it would flip between them; '
-                             'expected one CA for each migration (the same rsync_daemon_tls_ca_dir, or the same '
-                             'rsync_daemon_tls_ca_cert and _key), or different migration names.'
-                             % (first[0], receiver['receiver'], migration))
         for sender in receiver['senders']:
-            identities.setdefault((sender, migration), {
-                'host': sender, 'receiver': receiver['receiver'], 'migration': migration,
+            identity = identities.setdefault((sender, receiver['migration']), {
+                'host': sender, 'receiver': receiver['receiver'], 'receivers': [], 'migration': receiver['migration'],
                 'key': receiver['client']['key'], 'cert': receiver['client']['cert'],
                 'anchor': receiver['client']['ca'], 'dir': receiver['client']['dir'], 'common_name': sender,
-                'names': [], 'usage': 'clientAuth', 'ca': receiver['ca'], 'predict': sender in predict,
-                'state_dir': receiver['state_dir']})
+                'names': [], 'usage': 'clientAuth', 'ca': receiver['ca'], 'days': receiver['days'],
+                'predict': sender in predict, 'state_dir': receiver['state_dir']})
+            identity['receivers'].append(receiver['receiver'])
     return [identities[key] for key in sorted(identities)]
 
 

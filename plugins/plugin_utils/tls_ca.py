@@ -6,7 +6,8 @@ given in variables, must be usable (both files, the key 0600, a CA that matches 
 
 Controller only (the filter rsync_daemon_problems and the action plugin validate_inputs).  It reads with the Python
 ``cryptography`` library that ansible-core itself requires and makes nothing: the CA, the keys, the requests and the
-certificates are made by community.crypto in roles/rsync_daemon/tasks (tls_ca.yml, tls.yml, tls_sender.yml).
+certificates are made by community.crypto in roles/rsync_daemon/tasks (tls_ca.yml, tls_identity.yml).  Also the rule
+that the receivers of one migration sign with one CA, over the whole inventory.
 """
 
 import datetime
@@ -19,7 +20,7 @@ try:
     from cryptography import x509
     from cryptography.hazmat.primitives import serialization
     HAS_CRYPTOGRAPHY = True
-except ImportError:         # pragma: no cover - ansible-core requires cryptography
+except ImportError:         # ansible-core requires it; ansible-test's import check runs without it
     HAS_CRYPTOGRAPHY = False
 
 CA_CERT, CA_KEY = rsynctls.CA_FILES['cert'], rsynctls.CA_FILES['key']
@@ -80,6 +81,9 @@ def dir_problems(ca_dir, var='rsync_daemon_tls_ca_dir'):
 
 def load(cert_pem, key_pem, cert_var='rsync_daemon_tls_ca_cert', key_var='rsync_daemon_tls_ca_key'):
     """(certificate, key) of a CA from PEM text; CaError names the variable (the key's text is never shown)."""
+    if not HAS_CRYPTOGRAPHY:
+        raise CaError('%s: the controller has no Python cryptography library to read the CA with; install it (pip '
+                      'install cryptography), as ansible-core requires.' % cert_var)
     try:
         cert = x509.load_pem_x509_certificate(cert_pem.encode('ascii') if isinstance(cert_pem, str) else cert_pem)
     except (ValueError, TypeError, UnicodeError) as exc:
@@ -141,3 +145,20 @@ def problems(settings, names=None, inventory=None, sources=None):
                 'the migration CAs, such as %s.' % ('empty' if not ca_dir else repr(ca_dir), rsynctls.CA_DIR)]
     layout = rsynctls.layout(rsynctls.migration_name(settings.get('tls_migration'), sources), ca_dir=ca_dir)
     return dir_problems(layout['ca']['dir'])
+
+
+def migration_conflict(host, hostvars, hosts, sources=None):
+    """The refusal when ``host`` and another receiver of the inventory (a host with modules and the TLS daemon) are
+    in one migration but sign with different CAs, or None; read from their variables, before any host changes."""
+    receivers = []
+    for name in hosts:
+        values = hostvars[name]
+        transport = values.get('rsync_daemon_transport', 'tls')
+        if not values.get('rsync_daemon_modules') or transport not in ('tls', 'both'):
+            continue
+        migration = rsynctls.migration_name(values.get('rsync_daemon_tls_migration') or '', sources)
+        given = values.get('rsync_daemon_tls_ca_cert') or ''
+        ca_dir = values.get('rsync_daemon_tls_ca_dir') or rsynctls.CA_DIR
+        receivers.append((name, migration, rsynctls.signer(
+            {'given': bool(given), 'pem': given, 'cert': rsynctls.layout(migration, ca_dir=ca_dir)['ca']['cert']})))
+    return rsynctls.ca_conflict(receivers, host)

@@ -143,14 +143,15 @@ def receiver(name, migration, senders, ca_dir='/ca'):
     layout = rsynctls.layout(migration, ca_dir=ca_dir)
     return {'receiver': name, 'senders': senders, 'migration': migration, 'client': layout['client'],
             'ca': {'given': False, 'pem': 'PEM', 'cert': layout['ca']['cert'], 'key': layout['ca']['key'],
-                   'not_after': '20290101000000Z'}, 'state_dir': '/var/lib/bdp_wan_tune'}
+                   'not_after': '20290101000000Z'}, 'days': 90, 'state_dir': '/var/lib/bdp_wan_tune'}
 
 
 def test_each_sender_is_issued_once_per_migration():
     ids = rsynctls.sender_identities([receiver('r1', 'm1', ['s1', 's2']), receiver('r2', 'm1', ['s1']),
                                       receiver('r3', 'm2', ['s1'])], predict=['s2'])
-    assert [(item['host'], item['migration'], item['receiver']) for item in ids] == [
-        ('s1', 'm1', 'r1'), ('s1', 'm2', 'r3'), ('s2', 'm1', 'r1')]
+    assert [(item['host'], item['migration'], item['receiver'], item['receivers']) for item in ids] == [
+        ('s1', 'm1', 'r1', ['r1', 'r2']), ('s1', 'm2', 'r3', ['r3']), ('s2', 'm1', 'r1', ['r1'])]
+    assert ids[0]['days'] == 90
     assert ids[1]['cert'] == '/etc/bdp-wan-tune/rsync-tls-client/m2/host.crt' and ids[1]['usage'] == 'clientAuth'
     assert [item['predict'] for item in ids] == [False, False, True]
     with pytest.raises(ValueError, match='r1 and r2 are both in the migration m1 but sign with different CAs'):
@@ -176,3 +177,31 @@ def test_tls_is_refused_where_stunnel_has_no_libwrap(family, major, transport, r
     if refused:
         assert problem.startswith('rsync_daemon_transport: %s on Rocky' % transport) and 'libwrap' in problem
         assert problem.endswith('Nothing was changed on this host.')
+
+
+def test_receivers_of_one_migration_sign_with_one_ca_across_the_whole_inventory(tmp_path):
+    """Read from the inventory's variables before any host changes (and in whatever batch each receiver is)."""
+    modules = [{'name': 'in', 'path': '/srv/in'}]
+    hostvars = {
+        'r1': {'rsync_daemon_modules': modules, 'rsync_daemon_tls_migration': 'm1', 'rsync_daemon_tls_ca_dir': '/ca'},
+        'r2': {'rsync_daemon_modules': modules, 'rsync_daemon_tls_migration': 'm1', 'rsync_daemon_tls_ca_dir': '/other'},
+        'r3': {'rsync_daemon_modules': modules, 'rsync_daemon_tls_migration': 'm3', 'rsync_daemon_tls_ca_dir': '/other'},
+        'r4': {'rsync_daemon_modules': modules, 'rsync_daemon_tls_migration': 'm1', 'rsync_daemon_tls_ca_dir': '/ca',
+               'rsync_daemon_transport': 'plain'},
+        'sender': {},
+    }
+    hosts = sorted(hostvars)
+    message = tls_ca.migration_conflict('r2', hostvars, hosts)
+    assert message.startswith('rsync_daemon_tls_migration: the receivers r1 and r2 are both in the migration m1 but '
+                              'sign with different CAs') and message.endswith('Nothing was changed.')
+    assert tls_ca.migration_conflict('r1', hostvars, hosts) == message
+    assert tls_ca.migration_conflict('r3', hostvars, hosts) is None            # another migration
+    assert tls_ca.migration_conflict('sender', hostvars, hosts) is None
+    hostvars['r2']['rsync_daemon_tls_ca_dir'] = '/ca'
+    assert tls_ca.migration_conflict('r2', hostvars, hosts) is None
+    cert, key = make_ca()
+    hostvars['r1'].update(rsync_daemon_tls_ca_cert=cert, rsync_daemon_tls_ca_key=key)
+    hostvars['r2'].update(rsync_daemon_tls_ca_cert=cert + '\n', rsync_daemon_tls_ca_key=key)
+    assert tls_ca.migration_conflict('r2', hostvars, hosts) is None            # the same CA, given twice
+    hostvars['r2']['rsync_daemon_tls_ca_cert'] = make_ca()[0]
+    assert 'different CAs' in tls_ca.migration_conflict('r2', hostvars, hosts)
