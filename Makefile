@@ -13,8 +13,9 @@ CONNECTION ?= ssh
 SIZE ?= 2g
 STREAMS ?= 4
 SSH_STREAMS ?= 8
+MIGRATE_SIZE ?= 3g
 
-.PHONY: help setup image vm-image demo test check lint sanity units molecule transport-test host-test lab-test jumbo-test vm-test benchmark transfer docs changelog fleet-bench clean
+.PHONY: help setup image vm-image demo test check lint sanity units molecule transport-test host-test lab-test jumbo-test vm-test benchmark transfer migrate docs changelog fleet-bench clean
 
 help:
 	@echo "make demo [RATE=1g RTT=98 LOSS=0 MTU=9000 DURATION=15] [INVENTORY=path]"
@@ -26,6 +27,8 @@ help:
 	@echo "make transfer [RATE=1g RTT=98 LOSS=0 MTU=9000 SIZE=2g STREAMS=4 SSH_STREAMS=8]"
 	@echo "                                            scp, rsync over SSH (1 and SSH_STREAMS streams), the rsync daemon in cleartext"
 	@echo "                                            and over TLS (1 and STREAMS streams), HPN-SSH: stock vs tuned"
+	@echo "make migrate [RATE=1g RTT=98 LOSS=0 MTU=9000 MIGRATE_SIZE=3g STREAMS=4]"
+	@echo "                                            playbooks/migrate.yml over TLS on a mixed tree, 1 stream and STREAMS"
 	@echo "make docs                                    regenerate docs/reference/ (roles, modules, filters) from their docs"
 	@echo "make changelog                               regenerate CHANGELOG.rst from changelogs/changelog.yaml"
 	@echo "make fleet-bench [N=20 CONNECTION=ssh|podman]  no-op re-run of wan_tune.yml against ansible -m setup on N containers"
@@ -82,6 +85,10 @@ benchmark: setup
 transfer: image
 	@bash -c '. scripts/env.sh && python tests/lab/transfer.py --rate "$(RATE)" --rtt "$(RTT)" --loss "$(LOSS)" \
 		--mtu "$(MTU)" --size "$(SIZE)" --streams "$(STREAMS)"'
+
+migrate: image
+	@bash -c '. scripts/env.sh && python tests/lab/migrate.py --rate "$(RATE)" --rtt "$(RTT)" --loss "$(LOSS)" \
+		--mtu "$(MTU)" --size "$(MIGRATE_SIZE)" --streams "$(STREAMS)"'
 
 docs: setup
 	@bash scripts/docs.sh

@@ -26,6 +26,11 @@ def rate_bps(value, name='rate'):
     return _guard(_bdp.parse_rate, value, name)
 
 
+def human_bytes(value):
+    """12250000 -> '12.25 MB' (decimal units)."""
+    return _bdp.human_bytes(int(value))
+
+
 def rtt_ms(value, name='rtt'):
     """'0.098s' -> 98.0."""
     return float(_guard(_bdp.parse_rtt, value, name))
@@ -62,6 +67,7 @@ class FilterModule(object):
     def filters(self):
         return {
             'rate_bps': rate_bps,
+            'human_bytes': human_bytes,
             'rtt_ms': rtt_ms,
             'bdp': bdp,
             'tcp_buffer': tcp_buffer,

@@ -13,17 +13,30 @@ Loose bounds only (the table in docs/migration.md comes from a full `make transf
 * the TLS transfers were TLS 1.3 sessions whose server certificate the client verified against the migration
   CA (from the client's own handshake), with an AEAD cipher;
 * every copy was checked with sha256sum at the receiver, and the JSON has what the issue lists.
+
+Then, on the same tuned lab and its TLS set-up, the migration (playbooks/migrate.yml, tests/lab/migrate.py) of the
+transfer's tree from A to B, at most 200 Mbit/s (migrate_bwlimit), so that it can be interrupted:
+
+* a controller killed (SIGKILL) while it waits leaves the migration running on A; migrate_action=status comes back to
+  it, waits, and reports it verified, with the report's fields;
+* a file changed on B after the copy, with its size and time kept, is found by the checksum proof and sent again;
+* the migration's unit killed with SIGKILL about half-way is continued by the next run from the partial files: it
+  sends again at most 5 % of what B held;
+* no password in the output of a run or in A's journal and files (the password file is gone at the end).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
+import time
 
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'lab'))
+import migrate  # noqa: E402  pylint: disable=wrong-import-position
 import transfer  # noqa: E402  pylint: disable=wrong-import-position
 import wanlab  # noqa: E402  pylint: disable=wrong-import-position
 
@@ -35,12 +48,49 @@ def mine(left):
     return [item for item in left if NAME in item]
 
 
+def migration_checks(lab, files, workdir):
+    """The migration's lab checks (see the module's docstring), in the transfer lab before it goes."""
+    transfer.sh(lab, 'B', 'rm -rf %s/*' % transfer.DEST)
+    reports = migrate.prepare(lab, workdir, transfer.SRC)
+    out = {'outputs': []}
+    # a controller killed while it waits: the unit goes on, and migrate_action=status comes back to it
+    controller = migrate.start(files, reports, {'migrate_bwlimit': '300m', 'migrate_streams': '2'})
+    migrate.wait_for(lab, 80 * 10 ** 6)
+    os.killpg(controller.pid, signal.SIGKILL)
+    controller.wait()
+    rc, output = migrate.run(files, reports, {'migrate_action': 'status', 'migrate_wait': False})
+    out['status_after_kill'] = [line for line in output.splitlines() if 'bdp-migrate-' in line and 'copying' in line]
+    out['outputs'].append(output)
+    # the unit killed with SIGKILL half-way: the next run continues from the partial files
+    migrate.wait_for(lab, 200 * 10 ** 6)
+    transfer.sh(lab, 'A', 'systemctl kill -s KILL %s' % migrate.unit(lab))
+    time.sleep(2)
+    out['held_at_kill'] = migrate.received(lab)
+    rc, output = migrate.run(files, reports)
+    out['resumed'] = migrate.latest(reports)
+    out['outputs'].append(output)
+    # a file changed on B with its size and time kept: found by the proof and sent again
+    victim = '%s/%s' % (migrate.dest(lab), sorted(transfer.sh(lab, 'A', 'ls %s' % transfer.SRC).stdout.split())[0])
+    transfer.sh(lab, 'B', 't=$(stat -c %%Y %s); printf X | dd of=%s bs=1 seek=1000 conv=notrunc 2>/dev/null; '
+                          'touch -d @$t %s' % (victim, victim, victim))
+    rc, output = migrate.run(files, reports)
+    out['corrupted'] = migrate.latest(reports)
+    out['outputs'].append(output)
+    # the password: in no output, not in A's journal, and in no file of A but the transfer lab's own password file
+    out['leaks'] = [output for output in out['outputs'] if files['password'] in output]
+    out['journal'] = transfer.sh(lab, 'A', 'journalctl --no-pager -o export | grep -caF -f -', stdin=files['password'],
+                                 check=False).stdout.strip()
+    out['files'] = transfer.sh(lab, 'A', 'grep -rlaF -f - /etc /var /tmp /root /run 2>/dev/null',
+                               stdin=files['password'], check=False).stdout.split()
+    return out
+
+
 def test_rsync_daemon_in_cleartext_and_over_tls_beats_scp_which_stays_at_its_window(tmp_path):
     assert not mine(wanlab.leftovers()), 'lab %s is already running' % NAME
     args = transfer.parse_args(['--rate', '1g', '--rtt', '98', '--size', '400m', '--streams', '4',
                                 '--name', NAME, '--results', str(tmp_path), '--quiet'])
     try:
-        result = transfer.transfer(args)
+        result = transfer.transfer(args, after=migration_checks)
     finally:
         left = mine(wanlab.leftovers())
         if left:
@@ -84,3 +134,19 @@ def test_rsync_daemon_in_cleartext_and_over_tls_beats_scp_which_stays_at_its_win
         assert set(entry) >= {'stock_bps', 'tuned_bps', 'cpu_limited', 'error'}
     for method in transfer.TLS_METHODS:
         assert set(saved['methods'][method]['tls']) >= {'protocol', 'cipher', 'verified'}
+
+    checks = result['after']
+    assert checks['status_after_kill'], 'migrate_action=status did not find the migration running after the ' \
+        'controller was killed'
+    resumed = checks['resumed']
+    assert resumed['state'] == 'done' and resumed['verified'] is True and resumed['mismatches'] == 0, resumed
+    for key in ('bytes', 'files', 'seconds', 'goodput_bps', 'streams', 'transport', 'verified', 'mismatches',
+                'resent_bytes', 'per_stream', 'sender_cpu_seconds_per_gb', 'receiver_cpu_seconds_per_gb'):
+        assert key in resumed, key
+    assert resumed['transport'] == 'tls' and resumed['bytes'] == 400 * 10 ** 6 and resumed['runs'] == 2
+    assert 0 < checks['held_at_kill'] < 400 * 10 ** 6, checks['held_at_kill']
+    assert resumed['resent_bytes'] <= 0.05 * checks['held_at_kill'], (resumed['resent_bytes'], checks['held_at_kill'])
+    corrupted = checks['corrupted']
+    assert corrupted['mismatches'] == 1 and corrupted['verified'] is True and corrupted['resent_bytes'] > 0, corrupted
+    assert checks['leaks'] == [] and checks['journal'] == '0', checks['journal']
+    assert checks['files'] == [transfer.PASSWORD_FILE], checks['files']

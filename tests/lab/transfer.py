@@ -376,7 +376,7 @@ def setup_transports(lab, workdir, streams, quiet=False):
        ' && systemctl start ssh', stdin=sh(lab, 'A', 'cat /root/.ssh/id_ed25519.pub').stdout)
     sh(lab, 'A', 'ssh-keyscan -t ed25519 %s > /root/.ssh/known_hosts' % lab.address('B'), timeout=60)
     password = os.urandom(12).hex()
-    files = {'inventory': os.path.join(workdir, 'inventory.ini')}
+    files = {'inventory': os.path.join(workdir, 'inventory.ini'), 'password': password}
     demo.write_inventory(lab, files['inventory'])
     # The receiver's group variables (next to the inventory, never on the command line: they hold the password):
     # the playbook's opt-in rsync_daemon=true and the daemon's module, as an operator would write them.
@@ -530,8 +530,10 @@ def tune(lab, files, args):
     renice_servers(lab)
 
 
-def transfer(args, log=None):
-    """The whole lab run; returns the result and writes results/transfer-<timestamp>.json and .md."""
+def transfer(args, log=None, after=None):
+    """The whole lab run; returns the result and writes results/transfer-<timestamp>.json and .md.  ``after(lab,
+    files, workdir)``, when given, runs in the tuned lab before it goes (its return value is the result's
+    ``after``): tests/integration/test_transfer_lab.py runs the migration's checks there, on the same set-up."""
     log = log or (lambda msg: print('transfer: ' + msg, file=sys.stderr))
     size_bytes = wanlab.parse_bytes(args.size, '--size (SIZE)')
     if size_bytes < 2 ** 20:
@@ -557,6 +559,8 @@ def transfer(args, log=None):
         tune(lab, files, args)
         tuned = run_phase(lab, 'tuned', result, result['hpnssh'], log)
         result['delay_line'] = lab.counters()
+        if after:
+            result['after'] = after(lab, files, workdir)
     result['methods'] = {method: summarize_method(stock[method], tuned[method]) for method in METHODS}
     result['finished'] = time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())
     os.makedirs(args.results, exist_ok=True)

@@ -27,7 +27,8 @@ def warnings(monkeypatch):
 
 
 def test_filter_names(filters):
-    assert sorted(filters) == ['bdp', 'rate_bps', 'rtt_ms', 'tcp_buffer', 'tcp_buffer_plan']
+    assert sorted(filters) == ['bdp', 'human_bytes', 'rate_bps', 'rtt_ms', 'tcp_buffer', 'tcp_buffer_plan']
+    assert filters['human_bytes'](12250000) == '12.25 MB'
     assert all(callable(function) for function in filters.values())
 
 

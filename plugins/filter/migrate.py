@@ -1,0 +1,52 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, bdp.wan_tune contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Where a sender's migration goes, from the receiver's inventory (module_utils/migrate/target.py).
+
+Documentation lives in migrate_target.yml beside this file.
+"""
+
+import os
+
+from ansible_collections.bdp.wan_tune.plugins.module_utils import peers as _peers
+from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import target as _target
+
+
+def migrate_target(sender, hostvars, receiver, module='', user='', transport='tls', subdir='', source='',
+                   action='run', sources=None, streams='auto'):
+    """{problems: [...], ...the destination} of ``sender``'s migration to ``receiver``."""
+    problems = []
+    if action not in _target.ACTIONS:
+        problems.append('migrate_action: %r is not an action; expected run, status or stop.' % (action,))
+    if not source or not os.path.isabs(str(source)):
+        problems.append('migrate_source: %r is not an absolute directory; expected the tree to move, such as /data.'
+                        % (source,))
+    if not receiver:
+        problems.append('migrate_target: %s has no receiver; expected migrate_target, or wan_peer (the inventory name '
+                        'of the host that receives the tree).' % sender)
+        return {'problems': problems}
+    if receiver not in hostvars:
+        problems.append('migrate_target: %r is not a host of the inventory; expected the inventory name of the '
+                        'receiver, whose rsync_daemon variables say where the tree goes.' % (receiver,))
+        return {'problems': problems}
+    try:
+        sender_address = str(_peers.address_of(sender, hostvars[sender])[0])
+        receiver_address = str(_peers.address_of(receiver, hostvars[receiver])[0])
+        out = _target.target(sender, receiver, hostvars[receiver], sender_address, module or None, user or None,
+                             transport, subdir, sources)
+    except _target.TargetError as exc:
+        problems.append(str(exc))
+        return {'problems': problems}
+    if str(streams).strip().lower() != 'auto':
+        try:
+            _target.streams(streams, 1, out['max_connections'])
+        except _target.TargetError as exc:
+            problems.append(str(exc))
+    out.update(problems=problems, url=_target.url(out, receiver_address), address=receiver_address,
+               sender_address=sender_address, unit=_target.unit_name(receiver, out['module']))
+    return out
+
+
+class FilterModule(object):
+    def filters(self):
+        return {'migrate_target': migrate_target}

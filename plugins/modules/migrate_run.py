@@ -1,0 +1,144 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, bdp.wan_tune contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+DOCUMENTATION = r"""
+---
+module: migrate_run
+short_description: Start a migration on the sender as a systemd unit of its own, which outlives the controller
+version_added: 0.4.0
+description:
+  - Writes the migration's runner (C(module_utils/migrate/runner.py), as it is), its O(config) and the password
+    file into O(run_dir) (root's, 0700; the config and the password 0600 from their first byte) and starts the
+    runner as the transient unit O(unit) with C(systemd-run), so that Ctrl-C on the controller, a lost SSH session or
+    a closed laptop do not stop it. The runner moves the tree over the streams that bdp.wan_tune.migrate_plan
+    listed, proves the copy and removes the password file when it ends.
+  - The password is never a module argument. The action plugin reads it from the receiver's C(rsync_daemon_users)
+    (the inventory the receiver was set up with, typically vaulted) on the controller and hands it over in a file;
+    the runner gives it to rsync with C(--password-file), never on a command line or in the unit's environment.
+  - When O(unit) runs already (a migration of the same sender, receiver and module), nothing is started and the
+    result says so (RV(running)).
+author:
+  - bdp.wan_tune maintainers (@bdp-wan-tune)
+options:
+  receiver:
+    description: The receiver's inventory name, whose C(rsync_daemon_users) hold O(user)'s password.
+    type: str
+    required: true
+  user:
+    description: The rsync user that writes the module.
+    type: str
+    required: true
+  run_dir:
+    description: The migration's directory on the sender (the lists of bdp.wan_tune.migrate_plan are there).
+    type: path
+    required: true
+  unit:
+    description: The systemd unit that runs the migration.
+    type: str
+    required: true
+  config:
+    description: What the runner moves and where - C(id), C(source), C(url), C(transport), C(env) (rsync-ssl's),
+      C(bytes), C(files), C(streams), C(proof), C(present_bytes), C(stagger) and C(io_timeout).
+    type: dict
+    required: true
+  secret_src:
+    description: Internal, set by the action plugin; the password file in Ansible's remote tmp dir, taken (removed)
+      by the module. Setting it in a task is refused.
+    type: path
+extends_documentation_fragment:
+  - bdp.wan_tune.attributes.no_diff
+  - ansible.builtin.action_common_attributes
+"""
+
+EXAMPLES = r"""
+- name: Start the migration (the password comes from the receiver's rsync_daemon_users)
+  bdp.wan_tune.migrate_run:
+    receiver: dc2-a
+    user: migrate
+    run_dir: /var/lib/bdp_wan_tune/migrate/bdp-migrate-dc2-a-incoming
+    unit: bdp-migrate-dc2-a-incoming.service
+    config: "{{ migrate_config }}"
+"""
+
+RETURN = r"""
+started:
+  description: Whether the unit was started (or would be, in check mode).
+  returned: always
+  type: bool
+running:
+  description: Whether the unit ran already, so that nothing was started.
+  returned: always
+  type: bool
+unit:
+  description: The unit.
+  returned: always
+  type: str
+"""
+
+import inspect
+import json
+import os
+import sys
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.bdp.wan_tune.plugins.module_utils import files as _files
+from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import runner as _runner
+
+RUNNER = 'runner.py'
+ACTIVE = ('active', 'activating', 'reloading', 'deactivating')
+
+
+def active_state(module, unit):
+    rc, out, dummy = module.run_command([module.get_bin_path('systemctl', required=True), 'show', '-P', 'ActiveState',
+                                         unit])
+    return out.strip() if rc == 0 else 'unknown'
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            receiver=dict(type='str', required=True),
+            user=dict(type='str', required=True),
+            run_dir=dict(type='path', required=True),
+            unit=dict(type='str', required=True),
+            config=dict(type='dict', required=True),
+            secret_src=dict(type='path', no_log=False),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    result = {'changed': False, 'started': False, 'running': False, 'unit': params['unit']}
+    secret = _files.take_secret(params['secret_src']) if params['secret_src'] else None
+    if active_state(module, params['unit']) in ACTIVE:
+        result['running'] = True
+        module.exit_json(**result)
+    result.update(changed=True, started=True)
+    if module.check_mode:
+        module.exit_json(**result)
+    if secret is None:
+        module.fail_json(msg='No password file was handed over; run the module through its action plugin.', **result)
+    run_dir = params['run_dir']
+    if not os.path.isdir(run_dir):
+        os.makedirs(run_dir, 0o700)
+    os.chmod(run_dir, 0o700)
+    _files.write_atomic(module, os.path.join(run_dir, RUNNER), inspect.getsource(_runner), mode=0o700)
+    _files.write_atomic(module, os.path.join(run_dir, _runner.CONFIG), json.dumps(params['config'], indent=1),
+                        mode=0o600)
+    _files.write_atomic(module, os.path.join(run_dir, _runner.PASSWORD), secret.rstrip(b'\n') + b'\n', mode=0o600)
+    argv = [module.get_bin_path('systemd-run', required=True), '--unit=' + params['unit'], '--collect',
+            '--property=CPUAccounting=yes', '--working-directory=' + run_dir,
+            '--description=bdp.wan_tune migration to %s (%s)' % (params['receiver'], params['config'].get('url')),
+            sys.executable, os.path.join(run_dir, RUNNER), run_dir]
+    rc, out, err = module.run_command(argv)
+    if rc != 0:
+        os.unlink(os.path.join(run_dir, _runner.PASSWORD))
+        module.fail_json(msg='systemd-run could not start %s (rc %d): %s. Nothing was moved; the password file was '
+                         'removed.' % (params['unit'], rc, ' '.join(err.split())[:300]), **result)
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()

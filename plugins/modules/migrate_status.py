@@ -1,0 +1,122 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, bdp.wan_tune contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+DOCUMENTATION = r"""
+---
+module: migrate_status
+short_description: Read how a migration is going on the sender, wait for it with a progress line, or stop it
+version_added: 0.4.0
+description:
+  - Reads the migration's unit and the state its runner writes in O(run_dir) - the phase (copying, proving,
+    resending, directories, done, failed, stopped; interrupted when the unit is gone before the runner ended, as
+    after SIGKILL or a reboot), the bytes moved, each stream's bytes and times, the proof.
+  - With O(wait) (the action plugin), it reads again every O(interval) seconds until the unit has ended, and shows one
+    progress line each time on the controller (bytes, %, Mbit/s, ETA); Ctrl-C on the controller leaves the migration
+    running, and a later run with C(migrate_action=status) comes back to it.
+  - O(stop=true) stops the unit (the runner ends its streams with SIGTERM; the partial files stay for the next run
+    and the password file goes).
+author:
+  - bdp.wan_tune maintainers (@bdp-wan-tune)
+options:
+  run_dir:
+    description: The migration's directory on the sender.
+    type: path
+    required: true
+  unit:
+    description: The migration's systemd unit.
+    type: str
+    required: true
+  stop:
+    description: Stop the migration.
+    type: bool
+    default: false
+  wait:
+    description: Wait until the migration has ended, with a progress line every O(interval) seconds (the action
+      plugin; the module itself reads once).
+    type: bool
+    default: false
+  interval:
+    description: Seconds between two progress lines with O(wait).
+    type: int
+    default: 30
+extends_documentation_fragment:
+  - bdp.wan_tune.attributes.no_diff
+  - ansible.builtin.action_common_attributes
+"""
+
+EXAMPLES = r"""
+- name: Wait for the migration, with a progress line about every 30 s
+  bdp.wan_tune.migrate_status:
+    run_dir: /var/lib/bdp_wan_tune/migrate/bdp-migrate-dc2-a-incoming
+    unit: bdp-migrate-dc2-a-incoming.service
+    wait: true
+  register: migration
+"""
+
+RETURN = r"""
+active:
+  description: Whether the unit runs.
+  returned: always
+  type: bool
+state:
+  description: The runner's phase (none when it never ran); interrupted when the unit is gone before the runner
+    ended.
+  returned: always
+  type: str
+progress:
+  description: The runner's state (bytes_total, bytes_done, files, streams, started, ended, proof, verified,
+    mismatches, resent_bytes, literal_bytes, cpu_seconds, message, runs, history), or null.
+  returned: always
+  type: dict
+"""
+
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import runner as _runner
+
+ACTIVE = ('active', 'activating', 'reloading', 'deactivating')
+ENDED = ('done', 'failed', 'stopped')
+
+
+def read(module, params):
+    systemctl = module.get_bin_path('systemctl', required=True)
+    rc, out, dummy = module.run_command([systemctl, 'show', '-P', 'ActiveState', params['unit']])
+    active = rc == 0 and out.strip() in ACTIVE
+    progress = _runner.read_state(params['run_dir'])
+    state = (progress or {}).get('state')
+    if not active and state is not None and state not in ENDED:
+        state = 'interrupted'
+    return {'active': active, 'state': state, 'progress': progress}
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            run_dir=dict(type='path', required=True),
+            unit=dict(type='str', required=True),
+            stop=dict(type='bool', default=False),
+            wait=dict(type='bool', default=False),
+            interval=dict(type='int', default=30),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    result = dict(read(module, params), changed=False)
+    if params['stop'] and result['active']:
+        result['changed'] = True
+        if not module.check_mode:
+            module.run_command([module.get_bin_path('systemctl', required=True), 'stop', params['unit']])
+            for dummy in range(30):
+                result.update(read(module, params))
+                if not result['active']:
+                    break
+                time.sleep(1)
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,128 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, bdp.wan_tune contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The migration's plan (streams of about equal bytes, largest first, the rule of auto), where it goes (the receiver's
+rsync daemon as the inventory says, each refusal naming its variable) and its report."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import plan as _plan
+from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import report as _report
+from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import target as _target
+
+MB = 10 ** 6
+
+
+def test_the_streams_get_about_equal_bytes_the_largest_files_first():
+    files = [('big', 1000 * MB)] + [('m%d' % index, 5 * MB) for index in range(200)] + \
+        [('s%d' % index, MB // 2) for index in range(2000)]
+    planned = _plan.plan(files, ['d'], ['link'], 4, rate_bps=10 ** 9)
+    loads = [item['bytes'] for item in planned['per_stream']]
+    assert planned['bytes'] == sum(loads) == 3000 * MB and planned['files'] == 2201
+    assert max(loads) == 1000 * MB                       # the 1 GB file alone decides its stream
+    assert max(loads[1:] if loads[0] == 1000 * MB else loads) - min(loads) <= 5 * MB
+    assert planned['lists'][0][0] == 'big' and 'is more than a stream\'s share' in planned['bound']
+    assert 'link' in sum(planned['lists'], []) and planned['seconds'] == pytest.approx(24.0)
+    assert _plan.plan(files, [], [], 1)['bound'] is None
+
+
+def test_auto_takes_one_stream_per_2_gbits_and_more_for_many_small_files():
+    large = [('f%d' % index, 100 * MB) for index in range(10)]
+    assert _plan.auto_streams(large, 10 ** 9) == (1, 'one stream per 2 Gbit/s of the path rate')
+    assert _plan.auto_streams(large, 10 * 10 ** 9)[0] == 5
+    small = [('f%d' % index, 20000) for index in range(5000)]
+    count, reason = _plan.auto_streams(small, 10 ** 9)
+    assert count == 4 and 'per-file work on the receiver' in reason
+    assert _plan.auto_streams([('a', 1)], 100 * 10 ** 9)[0] == 1          # never more streams than files
+
+
+def test_the_tree_is_read_as_rsync_lists_it(tmp_path):
+    (tmp_path / 'a' / 'b').mkdir(parents=True)
+    (tmp_path / 'a' / 'b' / 'f').write_bytes(b'x' * 10)
+    (tmp_path / 'e').mkdir()
+    os.symlink('a', str(tmp_path / 'l'))
+    assert _plan.walk(str(tmp_path)) == ([('a/b/f', 10)], ['a', 'a/b', 'e'], ['l'])
+    with pytest.raises(_plan.PlanError, match='is not a directory'):
+        _plan.walk(str(tmp_path / 'missing'))
+
+
+RECEIVER = {'rsync_daemon_modules': [{'name': 'pub', 'path': '/srv/pub'},
+                                     {'name': 'incoming', 'path': '/srv/incoming', 'read_only': False,
+                                      'auth_users': ['migrate', 'other'], 'hosts_allow': ['198.18.3.0/24']}],
+            'rsync_daemon_users': [{'name': 'migrate', 'password': 'p'}, {'name': 'other', 'password': 'q'}],
+            'rsync_daemon_tls_migration': 'm1', 'rsync_daemon_streams': 6, 'rsync_daemon_hosts_allow': ['198.18.3.0/24']}
+
+
+def test_the_destination_comes_from_the_receivers_inventory():
+    out = _target.target('dc1-a', 'dc2-a', RECEIVER, '198.18.3.11')
+    assert (out['module'], out['user'], out['dest'], out['port'], out['max_connections']) == (
+        'incoming', 'migrate', '/srv/incoming/dc1-a', 874, 6)
+    assert out['client']['cert'] == '/etc/bdp-wan-tune/rsync-tls-client/m1/host.crt'
+    assert out['env']['RSYNC_SSL_KEY'] == '/etc/bdp-wan-tune/rsync-tls-client/m1/host.key'
+    assert _target.url(out, '198.18.3.12') == 'rsync://migrate@198.18.3.12:874/incoming/dc1-a/'
+    root = _target.target('dc1-a', 'dc2-a', RECEIVER, '198.18.3.11', subdir='/', user='other', transport='tls')
+    assert root['dest'] == '/srv/incoming' and _target.url(root, 'h') == 'rsync://other@h:874/incoming/'
+    assert _target.unit_name('dc2 a', 'in') == 'bdp-migrate-dc2-a-in.service'
+
+
+@pytest.mark.parametrize('kwargs, message', [
+    ({'module': 'pub'}, "migrate_module: 'pub' of dc2-a is read-only"),
+    ({'module': 'nope'}, "migrate_module: 'nope' is not a module of dc2-a; expected one of pub, incoming"),
+    ({'user': 'eve'}, "migrate_user: 'eve' may not write incoming on dc2-a; expected one of its auth_users: migrate, "
+                      "other"),
+    ({'sender_address': '203.0.113.9'}, "migrate_module: 'incoming' of dc2-a does not admit dc1-a (203.0.113.9)"),
+    ({'transport': 'plain'}, 'migrate_transport: plain, but dc2-a serves tls only'),
+    ({'subdir': '../up'}, "migrate_subdir: '../up' is not a directory name"),
+])
+def test_each_refusal_names_its_variable(kwargs, message):
+    address = kwargs.pop('sender_address', '198.18.3.11')
+    with pytest.raises(_target.TargetError) as info:
+        _target.target('dc1-a', 'dc2-a', RECEIVER, address, **kwargs)
+    assert str(info.value).startswith(message), str(info.value)
+
+
+def test_a_receiver_whose_daemon_is_not_usable_is_named():
+    with pytest.raises(_target.TargetError, match='the rsync daemon of dc2-a is not usable as it is set up: '
+                                                  r'rsync_daemon_modules\[0\] \(pub\): hosts_allow is empty'):
+        _target.target('dc1-a', 'dc2-a', dict(RECEIVER, rsync_daemon_hosts_allow=[]), '198.18.3.11')
+    with pytest.raises(_target.TargetError, match='migrate_target: dc2-a has no rsync_daemon_modules'):
+        _target.target('dc1-a', 'dc2-a', {}, '198.18.3.11')
+
+
+def test_streams_never_above_the_modules_max_connections():
+    assert _target.streams('auto', 4, 2) == 2 and _target.streams('3', 1, 6) == 3
+    with pytest.raises(_target.TargetError, match='more than the module\'s max connections'):
+        _target.streams(7, 1, 6)
+    with pytest.raises(_target.TargetError, match='is not a number of streams'):
+        _target.streams('many', 1, 6)
+
+
+def test_the_report_has_the_fields_and_goodput_leaves_out_start_up_and_proof():
+    progress = {'state': 'done', 'started': 100.0, 'ended': 140.0, 'bytes_total': 2 * 10 ** 9,
+                'bytes_done': 2 * 10 ** 9, 'files': 3, 'stream_count': 2, 'proof': 'checksum', 'verified': True,
+                'mismatches': 0, 'resent_bytes': 0, 'literal_bytes': 2 * 10 ** 9, 'cpu_seconds': 4.0,
+                'phases': {'copying': [102.0, 122.0], 'proving': [122.0, 138.0], 'directories': [138.0, 139.0]},
+                'streams': [{'stream': 0, 'bytes': 10 ** 9, 'started': 102.0, 'ended': 121.0, 'rc': 0,
+                             'cpu_seconds': 2.0, 'literal_bytes': 10 ** 9}]}
+    run = _report.build({'state': 'done', 'progress': progress}, {'bytes': 2 * 10 ** 9, 'streams': 2},
+                        {'receiver': 'dc2-a', 'module': 'incoming', 'transport': 'tls', 'dest': '/srv/in/x'},
+                        'dc1-a', receiver_cpu_seconds=6.0, when='2026-11-26T08:00:00Z')
+    for key in ('bytes', 'files', 'seconds', 'goodput_bps', 'streams', 'transport', 'verified', 'mismatches',
+                'resent_bytes', 'per_stream', 'sender_cpu_seconds_per_gb', 'receiver_cpu_seconds_per_gb'):
+        assert key in run, key
+    assert run['seconds'] == 20.0 and run['goodput_bps'] == 800 * 10 ** 6 and run['startup_seconds'] == 2.0
+    assert run['proof_seconds'] == 16.0 and run['sender_cpu_seconds_per_gb'] == 2.0
+    assert run['receiver_cpu_seconds_per_gb'] == 3.0
+    assert _report.verdict(run) == 'VERIFIED (checksum)' and '| goodput | 800 Mbit/s |' in _report.markdown(run)
+    page = _report.html_page(run)
+    assert json.loads(page.split('id="run">')[1].split('</script>')[0].replace('<\\/', '</')) == run
+    assert _report.file_stem(run) == 'migrate-20261126T080000Z-dc1-a-dc2-a'
+    sized = _report.build({'state': 'done', 'progress': dict(progress, proof='size')}, {}, {}, 'dc1-a')
+    assert 'not the content' in sized['proof_note']
+    line = _report.progress_line(dict(progress, state='copying', bytes_done=10 ** 9), 112.0)
+    assert line == '1 GB of 2 GB (50 %), 800 Mbit/s, ETA 10 s (copying, 1 stream)'

@@ -1,0 +1,190 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, bdp.wan_tune contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The migration's runner (module_utils/migrate/runner.py) as the sender's unit runs it - a program of its own - against
+a real rsync daemon on loopback (cleartext: the TLS path is the lab's, tests/integration/test_transfer_lab.py): the
+streams of the plan copy the tree; the checksum proof finds a file changed at the receiver with the same size and
+time, sends it again and passes; the size proof does not find it and says so; a run killed with SIGKILL half-way is
+continued from its partial file; SIGTERM stops it with the partial file kept and the password file gone."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import plan as _plan
+from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import runner as _runner
+
+pytestmark = pytest.mark.skipif(not shutil.which('rsync') or os.geteuid() != 0,
+                                reason='needs rsync, and root for the daemon\'s chroot')
+RUNNER = _runner.__file__
+PASSWORD = 'pw with space \\ "quotes\''
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def daemon(tmp_path):
+    """An rsync daemon on 127.0.0.1 with a writable module 'in' for user 'u': (port, module path)."""
+    dest = tmp_path / 'dest'
+    dest.mkdir()
+    secrets = tmp_path / 'secrets'
+    secrets.write_text('u:%s\n' % PASSWORD)
+    os.chmod(str(secrets), 0o600)
+    port = free_port()
+    conf = tmp_path / 'rsyncd.conf'
+    conf.write_text('use chroot = yes\nreverse lookup = no\nlock file = %s/lock\npid file = %s/pid\n[in]\n'
+                    '    path = %s\n    read only = no\n    auth users = u\n    secrets file = %s\n    uid = root\n'
+                    '    gid = root\n    hosts allow = 127.0.0.1\n' % (tmp_path, tmp_path, dest, secrets))
+    proc = subprocess.Popen(['rsync', '--daemon', '--no-detach', '--address=127.0.0.1', '--port=%d' % port,
+                             '--config=%s' % conf], stderr=subprocess.DEVNULL)
+    for dummy in range(50):
+        try:
+            socket.create_connection(('127.0.0.1', port), 0.2).close()
+            break
+        except OSError:
+            time.sleep(0.1)
+    yield port, dest
+    proc.terminate()
+    proc.wait(10)
+
+
+def make_tree(root):
+    """A small mixed tree: one 4 MB file, 30 files of 20 kB, an empty directory, a symbolic link."""
+    (root / 'big').mkdir(parents=True)
+    (root / 'big' / 'one.bin').write_bytes(os.urandom(4 * 10 ** 6))
+    for index in range(30):
+        (root / 'small' / ('d%d' % (index % 3))).mkdir(parents=True, exist_ok=True)
+        (root / 'small' / ('d%d' % (index % 3)) / ('f%02d' % index)).write_bytes(os.urandom(20000))
+    (root / 'empty').mkdir()
+    os.symlink('big/one.bin', str(root / 'link'))
+
+
+def prepare(tmp_path, port, streams=2, proof='checksum', bwlimit_bps=0):
+    """The run directory as migrate_plan and migrate_run leave it."""
+    source, run_dir = tmp_path / 'src', tmp_path / 'run'
+    if not source.exists():
+        make_tree(source)
+    run_dir.mkdir(exist_ok=True)
+    files, dirs, others = _plan.walk(str(source))
+    planned = _plan.plan(files, dirs, others, streams)
+    for index, paths in enumerate(planned['lists']):
+        (run_dir / (_runner.LISTS % index)).write_bytes(b''.join(p.encode() + b'\0' for p in paths))
+    (run_dir / _runner.DIRS_LIST).write_bytes(b''.join(p.encode() + b'\0' for p in dirs))
+    (run_dir / _runner.PASSWORD).write_text(PASSWORD + '\n')
+    os.chmod(str(run_dir / _runner.PASSWORD), 0o600)
+    config = {'id': 'test', 'source': str(source), 'url': 'rsync://u@127.0.0.1:%d/in/sender/' % port,
+              'transport': 'plain', 'env': {}, 'bytes': planned['bytes'], 'files': planned['files'],
+              'streams': streams, 'proof': proof, 'present_bytes': du(tmp_path / 'dest'), 'bwlimit_bps': bwlimit_bps}
+    (run_dir / _runner.CONFIG).write_text(json.dumps(config))
+    return source, run_dir
+
+
+def du(path):
+    return sum(os.lstat(os.path.join(top, name)).st_size for top, dummy, names in os.walk(str(path)) for name in names)
+
+
+def digest(root):
+    out = {}
+    for top, dummy, names in os.walk(str(root)):
+        for name in names:
+            path = os.path.join(top, name)
+            if os.path.islink(path):
+                out[os.path.relpath(path, str(root))] = 'link:' + os.readlink(path)
+            else:
+                with open(path, 'rb') as handle:
+                    out[os.path.relpath(path, str(root))] = hashlib.sha256(handle.read()).hexdigest()
+    return out
+
+
+def run(run_dir, timeout=120):
+    return subprocess.run([sys.executable, RUNNER, str(run_dir)], timeout=timeout, check=False).returncode
+
+
+def test_the_streams_copy_the_tree_and_the_proof_passes(tmp_path, daemon):
+    port, dest = daemon
+    source, run_dir = prepare(tmp_path, port)
+    assert run(run_dir) == 0
+    state = _runner.read_state(str(run_dir))
+    assert state['state'] == 'done' and state['verified'] is True and state['mismatches'] == 0, state
+    assert digest(source) == digest(dest / 'sender')
+    assert (dest / 'sender' / 'empty').is_dir() and os.path.islink(str(dest / 'sender' / 'link'))
+    assert len(state['streams']) == 2 and state['bytes_done'] >= state['bytes_total'] * 0.99
+    assert state['resent_bytes'] == 0 and not (run_dir / _runner.PASSWORD).exists()
+    assert set(state['phases']) == {'copying', 'proving', 'directories'}
+    assert not [top for top, dirs, dummy in os.walk(str(dest)) if _runner.PARTIAL_DIR in dirs]
+
+
+def test_a_file_changed_at_the_receiver_with_its_size_and_time_is_found_and_sent_again(tmp_path, daemon):
+    port, dest = daemon
+    source, run_dir = prepare(tmp_path, port)
+    assert run(run_dir) == 0
+    victim = dest / 'sender' / 'small' / 'd1' / 'f04'
+    info = os.stat(str(victim))
+    data = bytearray(victim.read_bytes())
+    data[100] ^= 0xff
+    victim.write_bytes(bytes(data))
+    os.utime(str(victim), ns=(info.st_atime_ns, info.st_mtime_ns))
+    source, run_dir = prepare(tmp_path, port, proof='size')
+    assert run(run_dir) == 0
+    state = _runner.read_state(str(run_dir))
+    assert state['verified'] is True and state['mismatches'] == 0       # what the size proof cannot see
+    assert digest(source) != digest(dest / 'sender')
+    source, run_dir = prepare(tmp_path, port, proof='checksum')
+    assert run(run_dir) == 0
+    state = _runner.read_state(str(run_dir))
+    assert state['mismatches'] == 1 and state['mismatched'] == ['small/d1/f04'] and state['verified'] is True
+    assert state['mismatches_after_resend'] == 0 and state['resent_bytes'] > 0
+    assert digest(source) == digest(dest / 'sender')
+
+
+def test_a_run_killed_half_way_is_continued_from_its_partial_file(tmp_path, daemon):
+    port, dest = daemon
+    source, run_dir = prepare(tmp_path, port, streams=1, bwlimit_bps=8 * 2 * 10 ** 6)     # 2 MB/s: about 2.5 s
+    proc = subprocess.Popen([sys.executable, RUNNER, str(run_dir)])
+    partial = dest / 'sender' / 'big' / _runner.PARTIAL_DIR / 'one.bin'
+    deadline = time.time() + 30
+    while time.time() < deadline and du(dest) < 10 ** 6:
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    # rsync keeps what it received when killed with the partial-dir: the SIGKILL of the runner leaves its rsync
+    # orphaned; the test waits for it the way systemd would kill the unit's cgroup
+    subprocess.run(['pkill', '-9', '-f', 'files-from=%s' % run_dir], check=False)
+    time.sleep(0.5)
+    interrupted = _runner.read_state(str(run_dir))
+    assert interrupted['state'] in ('starting', 'copying')
+    present = du(dest)
+    assert 0 < present < 4 * 10 ** 6 and partial.exists(), (present, list(os.walk(str(dest))))
+    source, run_dir = prepare(tmp_path, port, streams=1)
+    assert run(run_dir) == 0
+    state = _runner.read_state(str(run_dir))
+    assert state['verified'] is True and state['runs'] == 2 and digest(source) == digest(dest / 'sender')
+    # the part that was there is not sent again (rsync's delta against the partial file)
+    assert state['literal_bytes'] <= state['bytes_total'] - present + 64 * 1024, state
+    assert state['resent_bytes'] <= 0.05 * present, state
+
+
+def test_sigterm_stops_the_streams_and_keeps_the_partial_files(tmp_path, daemon):
+    port, dest = daemon
+    source, run_dir = prepare(tmp_path, port, streams=1, bwlimit_bps=8 * 10 ** 6)
+    proc = subprocess.Popen([sys.executable, RUNNER, str(run_dir)])
+    time.sleep(2.0)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(30) == 2
+    state = _runner.read_state(str(run_dir))
+    assert state['state'] == 'stopped' and 'partial files stay' in state['message']
+    assert not (run_dir / _runner.PASSWORD).exists()
