@@ -12,15 +12,24 @@ from ansible_collections.bdp.wan_tune.plugins.module_utils import peers as _peer
 from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import target as _target
 
 
-def migrate_target(sender, hostvars, receiver, module='', user='', transport='tls', subdir='', source='',
-                   action='run', sources=None, streams='auto'):
-    """{problems: [...], ...the destination} of ``sender``'s migration to ``receiver``."""
+def receiver_of(values):
+    """A sender's receiver: migrate_target, else wan_peer, else the first of wan_peers ('' when none)."""
+    peers = values.get('wan_peers') or []
+    first = peers[0] if isinstance(peers, list) and peers else ''
+    return values.get('migrate_target') or values.get('wan_peer') or first
+
+
+def migrate_target(sender, hostvars, module='', user='', transport='tls', subdir='', source='', action='run',
+                   sources=None, streams='auto'):
+    """{problems: [...], ...the destination} of ``sender``'s migration: its receiver, and the senders of the
+    inventory that share it (they share its module's connections, and none may write where another does)."""
     problems = []
     if action not in _target.ACTIONS:
         problems.append('migrate_action: %r is not an action; expected run, status or stop.' % (action,))
     if not source or not os.path.isabs(str(source)):
         problems.append('migrate_source: %r is not an absolute directory; expected the tree to move, such as /data.'
                         % (source,))
+    receiver = receiver_of(hostvars[sender])
     if not receiver:
         problems.append('migrate_target: %s has no receiver; expected migrate_target, or wan_peer (the inventory name '
                         'of the host that receives the tree).' % sender)
@@ -37,13 +46,25 @@ def migrate_target(sender, hostvars, receiver, module='', user='', transport='tl
     except _target.TargetError as exc:
         problems.append(str(exc))
         return {'problems': problems}
+    # the other senders of this receiver's module: they share its connections, and no two write one directory
+    sharing = [name for name in hostvars if name != sender and hostvars[name].get('migrate_source')
+               and receiver_of(hostvars[name]) == receiver
+               and (hostvars[name].get('migrate_module') or out['module']) == out['module']]
+    for name in sharing:
+        theirs = hostvars[name].get('migrate_subdir') or name
+        if (theirs.strip('/') if theirs != '/' else '') == out['subdir']:
+            problems.append('migrate_subdir: %s and %s would both write %s on %s; expected a directory of its own for '
+                            'each sender (the default: its inventory name).' % (sender, name, out['dest'], receiver))
+    out['max_streams'] = max(1, out['max_connections'] // (len(sharing) + 1))
     if str(streams).strip().lower() != 'auto':
         try:
-            _target.streams(streams, 1, out['max_connections'])
+            _target.streams(streams, 1, out['max_streams'])
         except _target.TargetError as exc:
-            problems.append(str(exc))
+            problems.append('%s%s' % (exc, ' %d senders of the inventory share its %d connections: %s.' % (
+                len(sharing) + 1, out['max_connections'], ', '.join(sorted([sender] + sharing))) if sharing else ''))
     out.update(problems=problems, url=_target.url(out, receiver_address), address=receiver_address,
-               sender_address=sender_address, unit=_target.unit_name(receiver, out['module']))
+               sender_address=sender_address, unit=_target.unit_name(receiver, out['module']),
+               senders_of_module=sorted([sender] + sharing))
     return out
 
 

@@ -66,6 +66,7 @@ CA_FILES = {'cert': 'ca.crt', 'key': 'ca.key'}
 # Days before the end of a certificate's validity at which it is renewed (and a CA is refused).
 RENEW_DAYS = 30
 CA_DAYS = 825
+ENV_ORDER = ('RSYNC_SSL_CA_CERT', 'RSYNC_SSL_CERT', 'RSYNC_SSL_KEY', 'RSYNC_SSL_PORT')
 RSYNC = '/usr/bin/rsync'
 # Behind stunnel rsync runs in daemon-over-remote-shell mode, which writes its messages from before the transfer (a
 # write to a read-only module, a chroot that fails) to stderr, as if ssh carried it back; stunnel writes it to the
@@ -77,9 +78,9 @@ SERVER_MESSAGES = '-M--no-msgs2stderr'
 def layout(migration, client_dir=CLIENT_DIR, ca_dir=CA_DIR, port=874):
     """Every path of the TLS daemon for one migration: {migration, name (the stunnel and libwrap service), service,
     unit, wrap, server: {dir, ca, cert, key, conf, self_cert, self_key}, client: {dir, ca, cert, key}, ca: {dir,
-    cert, key}, env, ciphersuites, ciphers, ca_days, server_messages (the rsync option that brings the daemon's
-    messages to the sender), marks (of the block in /etc/hosts.allow)}.  ``env`` is the environment rsync-ssl reads
-    on a sender, as a shell prefix."""
+    cert, key}, env, env_vars, ciphersuites, ciphers, ca_days, server_messages (the rsync option that brings the
+    daemon's messages to the sender), marks (of the block in /etc/hosts.allow)}.  ``env_vars`` is the environment
+    rsync-ssl reads on a sender, ``env`` the same as a shell prefix."""
     client = os.path.join(client_dir, migration)
     authority = os.path.join(os.path.expanduser(ca_dir), migration)
     out = {'migration': migration, 'name': SERVICE_NAME, 'service': SERVICE, 'unit': UNIT_PATH, 'wrap': WRAP_PATH,
@@ -87,8 +88,9 @@ def layout(migration, client_dir=CLIENT_DIR, ca_dir=CA_DIR, port=874):
            'client': dict([('dir', client)]
                           + [(key, os.path.join(client, name)) for key, name in CLIENT_FILES.items()]),
            'ca': dict([('dir', authority)] + [(key, os.path.join(authority, name)) for key, name in CA_FILES.items()])}
-    out['env'] = 'RSYNC_SSL_CA_CERT=%s RSYNC_SSL_CERT=%s RSYNC_SSL_KEY=%s RSYNC_SSL_PORT=%d' % (
-        out['client']['ca'], out['client']['cert'], out['client']['key'], int(port))
+    out['env_vars'] = {'RSYNC_SSL_CA_CERT': out['client']['ca'], 'RSYNC_SSL_CERT': out['client']['cert'],
+                       'RSYNC_SSL_KEY': out['client']['key'], 'RSYNC_SSL_PORT': str(int(port))}
+    out['env'] = ' '.join('%s=%s' % (key, out['env_vars'][key]) for key in ENV_ORDER)
     out.update(ciphersuites=CIPHERSUITES, ciphers=CIPHERS_TLS12, ca_days=CA_DAYS, server_messages=SERVER_MESSAGES,
                marks={'begin': WRAP_MARK_BEGIN, 'end': WRAP_MARK_END})
     return out

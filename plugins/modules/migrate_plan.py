@@ -19,7 +19,8 @@ description:
   - Writes the lists (NUL-separated paths for rsync's C(--from0 --files-from)) and the list of the directories (whose
     modes and times a last pass sets) in O(run_dir), root's and 0700, where they differ from those there (changed
     only then).
-  - In check mode it reads the tree and returns the plan, and writes nothing.
+  - In check mode it reads the tree and returns the plan, and writes nothing; neither does it while a migration of
+    O(run_dir) runs (its runner holds the run's lock).
 author:
   - bdp.wan_tune maintainers (@bdp-wan-tune)
 options:
@@ -96,6 +97,10 @@ seconds:
   description: The time the tree takes at O(rate_bps), or null.
   returned: always
   type: float
+running:
+  description: Whether a migration of this run directory runs; its lists are its own, and were not written.
+  returned: always
+  type: bool
 """
 
 import os
@@ -146,8 +151,12 @@ def main():
     wanted = dict((os.path.join(params['run_dir'], _runner.LISTS % index), encode(paths))
                   for index, paths in enumerate(lists))
     wanted[os.path.join(params['run_dir'], _runner.DIRS_LIST)] = encode(dirs)
+    if _runner.running(params['run_dir']):
+        # the lists of the migration that runs are its own: this plan is shown, not written
+        result.update(changed=False, running=True)
+        module.exit_json(**result)
     changed = [path for path, data in sorted(wanted.items()) if _files.read_bytes(path) != data]
-    result['changed'] = bool(changed)
+    result.update(changed=bool(changed), running=False)
     if changed and not module.check_mode:
         if not os.path.isdir(params['run_dir']):
             os.makedirs(params['run_dir'], 0o700)

@@ -10,9 +10,10 @@ short_description: Write a migration's report on the controller, as JSON, Markdo
 version_added: 0.4.0
 description:
   - Makes the report of one migration run (C(module_utils/migrate/report.py)) from what bdp.wan_tune.migrate_status
-    read on the sender, the plan of bdp.wan_tune.migrate_plan and the destination, and writes
-    C(migrate-<time>-<sender>-<receiver>.json), C(.md) and C(.html) into O(report_dir) (made when missing), each
-    written whole (atomically). Run it on the controller (C(delegate_to=localhost)).
+    read on the sender (the runner's state holds the plan and the receiver's CPU time before the run) and the
+    destination, and writes
+    C(migrate-<end of the run>-<sender>-<receiver>.json), C(.md) and C(.html) into O(report_dir) (made when
+    missing), each written whole (atomically) when its content changed. Run it on the controller (C(delegate_to=localhost)).
   - The JSON holds C(bytes), C(files), C(seconds) (the copying phase), C(goodput_bps), C(streams), C(transport),
     C(verified), C(mismatches), C(resent_bytes), the start-up and proof seconds, each stream's bytes, times, rsync exit
     and CPU seconds, and the CPU seconds per GB on each end.
@@ -27,10 +28,6 @@ options:
     description: The result of bdp.wan_tune.migrate_status.
     type: dict
     required: true
-  plan:
-    description: The result of bdp.wan_tune.migrate_plan.
-    type: dict
-    required: true
   target:
     description: The destination (receiver, module, dest, transport).
     type: dict
@@ -39,9 +36,10 @@ options:
     description: The sender's inventory name.
     type: str
     required: true
-  receiver_cpu_seconds:
-    description: The CPU seconds the receiver's daemon used during the run (null when not measured).
-    type: float
+  receiver_cpu_ns:
+    description: The CPU time of the receiver's daemon now, in ns (C(systemctl show -P CPUUsageNSec)); null when its
+      systemd does not account for it.
+    type: int
 extends_documentation_fragment:
   - bdp.wan_tune.attributes.controller
   - ansible.builtin.action_common_attributes
@@ -52,7 +50,6 @@ EXAMPLES = r"""
   bdp.wan_tune.migrate_report:
     report_dir: "{{ migrate_report_dir }}"
     status: "{{ migration }}"
-    plan: "{{ plan }}"
     target: "{{ target }}"
     sender: "{{ inventory_hostname }}"
   delegate_to: localhost
@@ -83,16 +80,14 @@ def main():
         argument_spec=dict(
             report_dir=dict(type='path', required=True),
             status=dict(type='dict', required=True),
-            plan=dict(type='dict', required=True),
             target=dict(type='dict', required=True),
             sender=dict(type='str', required=True),
-            receiver_cpu_seconds=dict(type='float'),
+            receiver_cpu_ns=dict(type='int'),
         ),
         supports_check_mode=True,
     )
     params = module.params
-    run = _report.build(params['status'], params['plan'], params['target'], params['sender'],
-                        params['receiver_cpu_seconds'])
+    run = _report.build(params['status'], params['target'], params['sender'], params['receiver_cpu_ns'])
     result = {'changed': False, 'run': run, 'paths': {}}
     if module.check_mode:
         module.exit_json(**result)
@@ -102,8 +97,9 @@ def main():
     for kind, text in (('json', json.dumps(run, indent=2, sort_keys=True) + '\n'), ('md', _report.markdown(run)),
                        ('html', _report.html_page(run))):
         result['paths'][kind] = '%s.%s' % (stem, kind)
-        _files.write_atomic(module, result['paths'][kind], text, mode=0o644)
-    result['changed'] = True
+        if _files.read_bytes(result['paths'][kind]) != text.encode('utf-8'):
+            _files.write_atomic(module, result['paths'][kind], text, mode=0o644)
+            result['changed'] = True
     module.exit_json(**result)
 
 

@@ -17,8 +17,11 @@ description:
   - The password is never a module argument. The action plugin reads it from the receiver's C(rsync_daemon_users)
     (the inventory the receiver was set up with, typically vaulted) on the controller and hands it over in a file;
     the runner gives it to rsync with C(--password-file), never on a command line or in the unit's environment.
-  - When O(unit) runs already (a migration of the same sender, receiver and module), nothing is started and the
-    result says so (RV(running)).
+  - When O(unit) runs already (a migration of the same sender, receiver and module; or its runner still holds the
+    run's lock), nothing is written and nothing is started, and the result says so (RV(running)). Two runs that start
+    at once take a lock in O(run_dir), and the second finds the first's unit.
+  - The unit removes the password file when it ends, however it ends (C(ExecStopPost), also after SIGKILL); the
+    runner removes it too.
 author:
   - bdp.wan_tune maintainers (@bdp-wan-tune)
 options:
@@ -75,26 +78,64 @@ unit:
   description: The unit.
   returned: always
   type: str
+run_id:
+  description: The run's id (in the config and the state the runner writes).
+  returned: when started
+  type: str
 """
 
+import fcntl
 import inspect
 import json
 import os
+import re
 import sys
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.bdp.wan_tune.plugins.module_utils import files as _files
 from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import runner as _runner
+from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import unit as _unit
 
 RUNNER = 'runner.py'
-ACTIVE = ('active', 'activating', 'reloading', 'deactivating')
+START_LOCK = 'start.lock'
+# the run directory goes into the unit's ExecStopPost= line, where systemd reads quotes, % and $ as its own
+RUN_DIR_RE = re.compile(r'^/[A-Za-z0-9_./@+-]+$')
 
 
-def active_state(module, unit):
-    rc, out, dummy = module.run_command([module.get_bin_path('systemctl', required=True), 'show', '-P', 'ActiveState',
-                                         unit])
-    return out.strip() if rc == 0 else 'unknown'
+def start(module, params, secret, result):
+    """Write the run's files and start the unit, under the start lock (one starter at a time), unless it runs."""
+    run_dir = params['run_dir']
+    if not os.path.isdir(run_dir):
+        os.makedirs(run_dir, 0o700)
+    os.chmod(run_dir, 0o700)
+    lock = os.open(os.path.join(run_dir, START_LOCK), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if _unit.active(module, params['unit'], run_dir):         # another run started it meanwhile
+            result.update(changed=False, started=False, running=True)
+            return
+        config = dict(params['config'], run_id='%.6f' % time.time())
+        _files.write_atomic(module, os.path.join(run_dir, RUNNER), inspect.getsource(_runner), mode=0o700)
+        _files.write_atomic(module, os.path.join(run_dir, _runner.CONFIG), json.dumps(config, indent=1), mode=0o600)
+        password = os.path.join(run_dir, _runner.PASSWORD)
+        _files.write_atomic(module, password, secret.rstrip(b'\n') + b'\n', mode=0o600)
+        # the password goes when the unit ends, however it ends (SIGKILL, a stop, a crash of the runner)
+        argv = [module.get_bin_path('systemd-run', required=True), '--unit=' + params['unit'], '--collect',
+                '--property=CPUAccounting=yes', '--property=ExecStopPost=/bin/rm -f ' + password,
+                '--working-directory=' + run_dir,
+                '--description=bdp.wan_tune migration to %s (%s)' % (params['receiver'], config.get('url')),
+                sys.executable, os.path.join(run_dir, RUNNER), run_dir]
+        rc, out, err = module.run_command(argv)
+        if rc != 0:
+            os.unlink(password)
+            module.fail_json(msg='systemd-run could not start %s (rc %d): %s. Nothing was moved; the password file '
+                             'this run wrote was removed.' % (params['unit'], rc, ' '.join(err.split())[:300]),
+                             **result)
+        result['run_id'] = config['run_id']
+    finally:
+        os.close(lock)
 
 
 def main():
@@ -112,7 +153,11 @@ def main():
     params = module.params
     result = {'changed': False, 'started': False, 'running': False, 'unit': params['unit']}
     secret = _files.take_secret(params['secret_src']) if params['secret_src'] else None
-    if active_state(module, params['unit']) in ACTIVE:
+    if not RUN_DIR_RE.match(params['run_dir']):
+        module.fail_json(msg='migrate_state_dir: the run directory %r has characters that a systemd unit line would '
+                         'read as its own; expected an absolute path of letters, digits and _ . / @ + -, such as '
+                         '/var/lib/bdp_wan_tune.' % params['run_dir'], **result)
+    if _unit.active(module, params['unit'], params['run_dir']):
         result['running'] = True
         module.exit_json(**result)
     result.update(changed=True, started=True)
@@ -120,23 +165,7 @@ def main():
         module.exit_json(**result)
     if secret is None:
         module.fail_json(msg='No password file was handed over; run the module through its action plugin.', **result)
-    run_dir = params['run_dir']
-    if not os.path.isdir(run_dir):
-        os.makedirs(run_dir, 0o700)
-    os.chmod(run_dir, 0o700)
-    _files.write_atomic(module, os.path.join(run_dir, RUNNER), inspect.getsource(_runner), mode=0o700)
-    _files.write_atomic(module, os.path.join(run_dir, _runner.CONFIG), json.dumps(params['config'], indent=1),
-                        mode=0o600)
-    _files.write_atomic(module, os.path.join(run_dir, _runner.PASSWORD), secret.rstrip(b'\n') + b'\n', mode=0o600)
-    argv = [module.get_bin_path('systemd-run', required=True), '--unit=' + params['unit'], '--collect',
-            '--property=CPUAccounting=yes', '--working-directory=' + run_dir,
-            '--description=bdp.wan_tune migration to %s (%s)' % (params['receiver'], params['config'].get('url')),
-            sys.executable, os.path.join(run_dir, RUNNER), run_dir]
-    rc, out, err = module.run_command(argv)
-    if rc != 0:
-        os.unlink(os.path.join(run_dir, _runner.PASSWORD))
-        module.fail_json(msg='systemd-run could not start %s (rc %d): %s. Nothing was moved; the password file was '
-                         'removed.' % (params['unit'], rc, ' '.join(err.split())[:300]), **result)
+    start(module, params, secret, result)
     module.exit_json(**result)
 
 

@@ -72,23 +72,29 @@ progress:
   type: dict
 """
 
+import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import runner as _runner
+from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import unit as _unit
 
-ACTIVE = ('active', 'activating', 'reloading', 'deactivating')
 ENDED = ('done', 'failed', 'stopped')
 
 
 def read(module, params):
-    systemctl = module.get_bin_path('systemctl', required=True)
-    rc, out, dummy = module.run_command([systemctl, 'show', '-P', 'ActiveState', params['unit']])
-    active = rc == 0 and out.strip() in ACTIVE
+    """{active, state, progress}: interrupted when the unit is gone before the runner ended; the state of an earlier
+    run is not this run's (the runner of the last start ended before it wrote any)."""
+    active = _unit.active(module, params['unit'], params['run_dir'])
     progress = _runner.read_state(params['run_dir'])
+    config = _runner.read_json(os.path.join(params['run_dir'], _runner.CONFIG)) or {}
     state = (progress or {}).get('state')
-    if not active and state is not None and state not in ENDED:
+    if progress is not None and config.get('run_id') and progress.get('run_id') != config['run_id'] and not active:
+        state = 'failed'
+        progress = dict(progress, state=state, message='the last start of the migration ended before its runner '
+                        'wrote anything: see journalctl -u %s on the sender' % params['unit'])
+    elif not active and state is not None and state not in ENDED:
         state = 'interrupted'
     return {'active': active, 'state': state, 'progress': progress}
 

@@ -12,7 +12,7 @@ import html
 import json
 import time
 
-from ansible_collections.bdp.wan_tune.plugins.module_utils.bdp import human_bytes
+from ansible_collections.bdp.wan_tune.plugins.module_utils.bdp import human_bytes, human_rate
 
 SCHEMA = 1
 GB = 10 ** 9
@@ -20,7 +20,7 @@ STREAM_FIELDS = ('stream', 'bytes', 'started', 'ended', 'rc', 'cpu_seconds', 'li
 
 
 def mbit(bps):
-    return '%.0f Mbit/s' % (bps / 1e6) if bps is not None else '-'
+    return human_rate(int(bps)) if bps else '-'
 
 
 def progress_line(progress, now):
@@ -28,20 +28,28 @@ def progress_line(progress, now):
     if not progress:
         return 'starting'
     done, total = progress.get('bytes_done') or 0, progress.get('bytes_total') or 0
+    there = min(total, done + (progress.get('present_bytes') or 0))      # a run after an interruption
     started = (progress.get('phases') or {}).get('copying', [progress.get('started')])[0] or now
     elapsed = max(now - started, 0.001)
     rate = done * 8.0 / elapsed
-    line = '%s of %s (%d %%), %s' % (human_bytes(done), human_bytes(total), 100 * done // total if total else 100,
+    line = '%s of %s (%d %%), %s' % (human_bytes(there), human_bytes(total), 100 * there // total if total else 100,
                                      mbit(rate))
-    if progress.get('state') == 'copying' and rate > 0 and total > done:
-        line += ', ETA %d s' % ((total - done) * 8.0 / rate)
+    if progress.get('state') == 'copying' and rate > 0 and total > there:
+        line += ', ETA %d s' % ((total - there) * 8.0 / rate)
     return '%s (%s, %d stream%s)' % (line, progress.get('state'), len(progress.get('streams') or []),
                                      '' if len(progress.get('streams') or []) == 1 else 's')
 
 
-def build(status, plan, target, sender, receiver_cpu_seconds=None, when=None):
-    """The report of one run: the fields docs/migration.md lists."""
+def build(status, target, sender, receiver_cpu_after=None, when=None):
+    """The report of one run: the fields docs/migration.md lists.  ``receiver_cpu_after``: the receiver's daemon's
+    CPU time in ns now (the runner's state holds it from before the run).  ``when`` defaults to the run's end, so
+    that the report of one run has one name however often it is read."""
     progress = status.get('progress') or {}
+    when = when or time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(progress.get('ended') or time.time()))
+    plan = progress.get('plan') or {}
+    before = progress.get('cpu_before')
+    receiver_cpu_seconds = (receiver_cpu_after - before) / 1e9 \
+        if isinstance(before, int) and isinstance(receiver_cpu_after, int) and receiver_cpu_after >= before else None
     phases = progress.get('phases') or {}
     copying = phases.get('copying') or [None, None]
     proving = [value for key, value in sorted(phases.items()) if key in ('proving', 'resending')]
@@ -50,7 +58,7 @@ def build(status, plan, target, sender, receiver_cpu_seconds=None, when=None):
     total = progress.get('bytes_total') or plan.get('bytes') or 0
     gigabytes = float(total) / GB if total else 0
     run = {
-        'schema': SCHEMA, 'when': when or time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
+        'schema': SCHEMA, 'when': when,
         'sender': sender, 'receiver': target.get('receiver'), 'module': target.get('module'),
         'destination': target.get('dest'), 'transport': target.get('transport'), 'state': status.get('state'),
         'bytes': total, 'files': progress.get('files', plan.get('files')),

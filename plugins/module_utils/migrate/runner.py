@@ -16,6 +16,7 @@ directory, so that a run after SIGKILL continues them), then the proof (an rsync
 gives the directories their times and modes.  SIGTERM stops the streams (the partial files stay).
 """
 
+import fcntl
 import json
 import os
 import re
@@ -27,6 +28,9 @@ import time
 
 CONFIG, STATE, PASSWORD, LISTS = 'config.json', 'state.json', 'password', 'list-%d'
 DIRS_LIST, RESEND_LIST = 'list-dirs', 'list-resend-%d'
+# Held (flock) by the runner for its whole life: while it is held, the lists, the config and the password are the
+# running migration's, and nothing may write them (migrate_plan and migrate_run try it without waiting).
+RUN_LOCK = 'run.lock'
 PARTIAL_DIR = '.bdp-migrate-partial'
 INTERVAL = 2.0                  # seconds between two writes of state.json
 PROGRESS_RE = re.compile(rb'^\s*([\d,]+)\s+\d+%')
@@ -57,13 +61,36 @@ def read_state(run_dir):
     return read_json(os.path.join(run_dir, STATE))
 
 
+def running(run_dir):
+    """Whether a runner holds the run's lock (it runs, whatever systemd says yet)."""
+    try:
+        handle = os.open(os.path.join(run_dir, RUN_LOCK), os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(handle)
+    return False
+
+
+def exit_code(status):
+    """The exit code of a wait status; a signal's death is 128 + its number (never 0)."""
+    if os.WIFSIGNALED(status):
+        return 128 + os.WTERMSIG(status)
+    return os.WEXITSTATUS(status)
+
+
 def number(text):
     return int(text.replace(b',', b'')) if text else 0
 
 
 def rsync_argv(config, list_path, extra=()):
     """The rsync (or rsync-ssl) command of one stream of ``config`` over the NUL-separated list at ``list_path``."""
-    binary = ['rsync-ssl', '--type=openssl', '-M--no-msgs2stderr'] if config['transport'] == 'tls' else ['rsync']
+    binary = ['rsync-ssl', '--type=openssl', config.get('server_messages', '-M--no-msgs2stderr')] \
+        if config['transport'] == 'tls' else ['rsync']
     limit = ['--bwlimit=%dk' % max(1, config['bwlimit_bps'] // 8 // 1024 // config['streams'])] \
         if config.get('bwlimit_bps') else []
     # a module that does not run as root cannot give files their owners: rsync would end with exit 23 for each
@@ -82,9 +109,9 @@ def environment(config):
 class Stream(object):
     """One rsync and what it said: bytes so far (progress2), its statistics, its end."""
 
-    def __init__(self, index, argv, env, log):
+    def __init__(self, index, argv, env, log, items=False):
         self.index, self.started, self.ended, self.rc = index, time.time(), None, None
-        self.bytes, self.stats, self.cpu, self.tail, self.items = 0, {}, 0.0, b'', []
+        self.bytes, self.stats, self.cpu, self.tail, self.items = 0, {}, 0.0, b'', [] if items else None
         self.log = open(log, 'ab')
         self.proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=self.log, stdin=subprocess.DEVNULL,
                                      start_new_session=True)
@@ -102,14 +129,14 @@ class Stream(object):
                 found = re.search(pattern, part)
                 if found:
                     self.stats[key] = number(found.group(1))
-            item = ITEM_RE.match(part.decode('utf-8', 'surrogateescape'))
+            item = ITEM_RE.match(part.decode('utf-8', 'surrogateescape')) if self.items is not None else None
             if item and item.group(1)[1] == 'f' and item.group(1)[0] in '<>c':
                 self.items.append(item.group(2))
             self.tail = (self.tail + part + b'\n')[-2000:]
 
     def finish(self):
         dummy, status, usage = os.wait4(self.proc.pid, 0)
-        self.rc = os.waitstatus_to_exitcode(status) if hasattr(os, 'waitstatus_to_exitcode') else status >> 8
+        self.rc = exit_code(status)
         self.cpu = usage.ru_utime + usage.ru_stime
         self.ended = time.time()
         self.proc.returncode = self.rc
@@ -130,7 +157,9 @@ class Runner(object):
             raise SystemExit('runner: no %s in %s' % (CONFIG, run_dir))
         self.config['password_file'] = os.path.join(run_dir, PASSWORD)
         previous = read_state(run_dir) or {}
-        self.state = {'id': self.config['id'], 'state': 'starting', 'runs': previous.get('runs', 0) + 1,
+        self.state = {'id': self.config['id'], 'run_id': self.config.get('run_id'), 'state': 'starting',
+                      'runs': previous.get('runs', 0) + 1, 'plan': self.config.get('plan'),
+                      'cpu_before': self.config.get('cpu_before'),
                       'started': time.time(), 'ended': None, 'bytes_total': self.config['bytes'],
                       'files': self.config['files'], 'streams': [], 'bytes_done': 0, 'mismatches': None,
                       'verified': None, 'proof': self.config['proof'], 'resent_bytes': 0, 'message': '',
@@ -148,7 +177,7 @@ class Runner(object):
             write_json(os.path.join(self.run_dir, STATE), self.state)
             self.last_write = now
 
-    def run_streams(self, lists, extra=(), phase='copying', stagger=0.0):
+    def run_streams(self, lists, extra=(), phase='copying', stagger=0.0, items=False):
         """Run one rsync per list at once; [Stream] when all have ended."""
         env = environment(self.config)
         selector = selectors.DefaultSelector()
@@ -158,7 +187,7 @@ class Runner(object):
             if self.stopping:
                 break
             stream = Stream(index, rsync_argv(self.config, path, extra), env,
-                            os.path.join(self.run_dir, '%s-%d.log' % (phase, index)))
+                            os.path.join(self.run_dir, '%s-%d.log' % (phase, index)), items)
             selector.register(stream.proc.stdout, selectors.EVENT_READ, stream)
             streams.append(stream)
             if stagger:
@@ -180,31 +209,54 @@ class Runner(object):
                 self.state['bytes_done'] = sum(stream.bytes for stream in streams)
             self.save()
         self.state['phases'][phase][1] = time.time()
+        self.current = []
         return streams
 
     def stop(self, signum, frame):
         self.stopping = True
         self.state['message'] = 'stopped by signal %d; the partial files stay for the next run' % signum
         for stream in self.current:
-            if stream.proc.poll() is None:
-                os.killpg(stream.proc.pid, signal.SIGTERM)
+            if stream.rc is None:           # not poll(): it would reap the process that finish() waits for
+                try:
+                    os.killpg(stream.proc.pid, signal.SIGTERM)
+                except (ProcessLookupError, PermissionError):
+                    pass
 
-    def mismatches(self, lists):
-        """The files whose content (proof checksum) or size and time (proof size) differ at the receiver, per
-        list, from a dry run of every list at once."""
+    def mismatches(self, lists, phase):
+        """The files whose content (proof checksum) or size and time (proof size) differ at the receiver, from a dry
+        run of every list at once; None when the runner was stopped meanwhile."""
         extra = ['--dry-run', '--out-format=%i %n', '-8']
         if self.config['proof'] == 'checksum':
             extra.append('--checksum')
-        streams = self.run_streams(lists, extra, phase='proving')
-        found = []
+        streams = self.run_streams(lists, extra, phase=phase, items=True)
+        if self.stopping:
+            return None
+        self.check(streams, phase)
+        return [item for stream in streams for item in stream.items]
+
+    def check(self, streams, phase):
+        """Raise when one of ``streams`` failed."""
         for stream in streams:
-            if stream.rc != 0 and not self.stopping:
-                raise RuntimeError('the proof of list %d ended with rsync exit %d: %s' % (
-                    stream.index, stream.rc, tail(self.run_dir, 'proving', stream.index)))
-            found.extend(stream.items)
-        return found
+            if stream.rc != 0:
+                raise RuntimeError('%s: list %d ended with rsync exit %d: %s' % (
+                    phase, stream.index, stream.rc, tail(self.run_dir, phase, stream.index)))
 
     def main(self):
+        lock = os.open(os.path.join(self.run_dir, RUN_LOCK), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return 3                                # another runner of this migration runs: its files are its own
+        try:
+            return self.run()
+        finally:
+            try:
+                os.unlink(self.config['password_file'])
+            except OSError:
+                pass
+            os.close(lock)
+
+    def run(self):
         signal.signal(signal.SIGTERM, self.stop)
         signal.signal(signal.SIGINT, self.stop)
         lists = [os.path.join(self.run_dir, LISTS % index) for index in range(self.config['streams'])]
@@ -223,35 +275,42 @@ class Runner(object):
             self.prove(lists)
             if self.stopping:
                 return self.end('stopped', 2)
-            self.run_streams([os.path.join(self.run_dir, DIRS_LIST)], phase='directories')
-            return self.end('done' if self.state['verified'] is not False else 'failed',
-                            0 if self.state['verified'] is not False else 1)
+            self.check(self.run_streams([os.path.join(self.run_dir, DIRS_LIST)], phase='directories'), 'directories')
+            if self.stopping:
+                return self.end('stopped', 2)
+            return self.end('done' if self.state['verified'] else 'failed', 0 if self.state['verified'] else 1)
         except (RuntimeError, OSError) as exc:
             self.state['message'] = str(exc)
             return self.end('failed', 1)
 
     def prove(self, lists):
-        """Compare, send the mismatches again, compare again: verified only at zero."""
-        self.state['state'] = 'proving'
-        found = self.mismatches(lists)
+        """Compare, send the mismatches again, compare them again: verified only at zero (never when stopped)."""
+        found = self.mismatches(lists, 'proving')
+        if found is None:
+            return
         self.state['mismatches'] = len(found)
         self.state['mismatched'] = found[:50]
-        if found and not self.stopping:
-            resend = []
-            for index in range(min(len(found), len(lists))):
-                path = os.path.join(self.run_dir, RESEND_LIST % index)
-                with open(path, 'wb') as handle:
-                    handle.write(b''.join(item.encode('utf-8', 'surrogateescape') + b'\0'
-                                          for item in found[index::len(lists)]))
-                resend.append(path)
-            sent = self.run_streams(resend, ['--info=stats2'] + (['--checksum'] if self.config['proof'] == 'checksum'
-                                                                 else []), phase='resending')
-            self.state['resent_bytes'] += sum(stream.stats.get('literal', 0) for stream in sent)
-            left = self.mismatches(resend)
-            self.state['mismatches_after_resend'] = len(left)
-            self.state['verified'] = not left
-        else:
-            self.state['verified'] = not found
+        if not found:
+            self.state['verified'] = True
+            return
+        resend = []
+        for index in range(min(len(found), len(lists))):
+            path = os.path.join(self.run_dir, RESEND_LIST % index)
+            with open(path, 'wb') as handle:
+                handle.write(b''.join(item.encode('utf-8', 'surrogateescape') + b'\0'
+                                      for item in found[index::len(lists)]))
+            resend.append(path)
+        sent = self.run_streams(resend, ['--info=stats2'] + (['--checksum'] if self.config['proof'] == 'checksum'
+                                                             else []), phase='resending')
+        if self.stopping:
+            return
+        self.check(sent, 'resending')
+        self.state['resent_bytes'] += sum(stream.stats.get('literal', 0) for stream in sent)
+        left = self.mismatches(resend, 'proving again')
+        if left is None:
+            return
+        self.state['mismatches_after_resend'] = len(left)
+        self.state['verified'] = not left
 
     def end(self, state, code):
         self.state['state'] = state
@@ -262,10 +321,6 @@ class Runner(object):
         self.state['literal_bytes'] = literal
         self.state['resent_bytes'] += max(0, literal - missing) if state == 'done' else 0
         self.state['cpu_seconds'] = round(sum(stream.get('cpu_seconds', 0) for stream in streams), 3)
-        try:
-            os.unlink(self.config['password_file'])
-        except OSError:
-            pass
         self.state['summary'] = dict((key, self.state.get(key)) for key in (
             'runs', 'state', 'started', 'ended', 'bytes_done', 'literal_bytes', 'resent_bytes', 'verified'))
         self.save(force=True)

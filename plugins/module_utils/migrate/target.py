@@ -12,7 +12,6 @@ from ansible_collections.bdp.wan_tune.plugins.module_utils import rsynctls
 from ansible_collections.bdp.wan_tune.plugins.module_utils.bdp import read_whole
 
 ACTIONS = ('run', 'status', 'stop')
-PROOFS = ('checksum', 'size')
 TRANSPORTS = ('tls', 'plain')
 SUBDIR_RE = re.compile(r'^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$')
 SUBDIR_HELP = ('a directory name of at most 128 letters, digits, _ . - (the sender\'s inventory name by default), or / '
@@ -89,9 +88,7 @@ def target(sender, receiver, receiver_vars, sender_address, module=None, user=No
             'subdir': '' if subdir == '/' else subdir, 'user': user or users[0], 'transport': transport,
             'port': int(settings['tls_port'] if transport == 'tls' else settings['port']),
             'max_connections': chosen['max_connections'], 'client': layout['client'],
-            'env': {'RSYNC_SSL_CA_CERT': layout['client']['ca'], 'RSYNC_SSL_CERT': layout['client']['cert'],
-                    'RSYNC_SSL_KEY': layout['client']['key'], 'RSYNC_SSL_PORT': str(settings['tls_port'])}
-            if transport == 'tls' else {},
+            'env': layout['env_vars'] if transport == 'tls' else {}, 'server_messages': layout['server_messages'],
             'migration': layout['migration'], 'service': layout['service'] if transport == 'tls' else None}
 
 

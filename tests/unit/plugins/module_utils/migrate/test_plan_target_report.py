@@ -11,6 +11,7 @@ import os
 
 import pytest
 
+from ansible_collections.bdp.wan_tune.plugins.filter.migrate import migrate_target
 from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import plan as _plan
 from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import report as _report
 from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import target as _target
@@ -108,10 +109,12 @@ def test_the_report_has_the_fields_and_goodput_leaves_out_start_up_and_proof():
                 'mismatches': 0, 'resent_bytes': 0, 'literal_bytes': 2 * 10 ** 9, 'cpu_seconds': 4.0,
                 'phases': {'copying': [102.0, 122.0], 'proving': [122.0, 138.0], 'directories': [138.0, 139.0]},
                 'streams': [{'stream': 0, 'bytes': 10 ** 9, 'started': 102.0, 'ended': 121.0, 'rc': 0,
-                             'cpu_seconds': 2.0, 'literal_bytes': 10 ** 9}]}
-    run = _report.build({'state': 'done', 'progress': progress}, {'bytes': 2 * 10 ** 9, 'streams': 2},
-                        {'receiver': 'dc2-a', 'module': 'incoming', 'transport': 'tls', 'dest': '/srv/in/x'},
-                        'dc1-a', receiver_cpu_seconds=6.0, when='2026-11-26T08:00:00Z')
+                             'cpu_seconds': 2.0, 'literal_bytes': 10 ** 9}],
+                'plan': {'bytes': 2 * 10 ** 9, 'streams': 2, 'streams_reason': 'migrate_streams=2'},
+                'cpu_before': 10 ** 10}
+    target = {'receiver': 'dc2-a', 'module': 'incoming', 'transport': 'tls', 'dest': '/srv/in/x'}
+    run = _report.build({'state': 'done', 'progress': progress}, target, 'dc1-a', receiver_cpu_after=16 * 10 ** 9,
+                        when='2026-11-26T08:00:00Z')
     for key in ('bytes', 'files', 'seconds', 'goodput_bps', 'streams', 'transport', 'verified', 'mismatches',
                 'resent_bytes', 'per_stream', 'sender_cpu_seconds_per_gb', 'receiver_cpu_seconds_per_gb'):
         assert key in run, key
@@ -122,7 +125,58 @@ def test_the_report_has_the_fields_and_goodput_leaves_out_start_up_and_proof():
     page = _report.html_page(run)
     assert json.loads(page.split('id="run">')[1].split('</script>')[0].replace('<\\/', '</')) == run
     assert _report.file_stem(run) == 'migrate-20261126T080000Z-dc1-a-dc2-a'
-    sized = _report.build({'state': 'done', 'progress': dict(progress, proof='size')}, {}, {}, 'dc1-a')
-    assert 'not the content' in sized['proof_note']
+    assert run['plan']['streams_reason'] == 'migrate_streams=2'
+    # the name of a run's report is its end's, however often it is read; no CPU figure from a counter that fell
+    again = _report.build({'state': 'done', 'progress': progress}, target, 'dc1-a', receiver_cpu_after=1)
+    assert again['when'] == '1970-01-01T00:02:20Z' and again['receiver_cpu_seconds_per_gb'] is None
+    sized = _report.build({'state': 'done', 'progress': dict(progress, proof='size')}, {}, 'dc1-a')
+    assert 'not the content' in sized['proof_note'] and sized['receiver_cpu_seconds_per_gb'] is None
     line = _report.progress_line(dict(progress, state='copying', bytes_done=10 ** 9), 112.0)
     assert line == '1 GB of 2 GB (50 %), 800 Mbit/s, ETA 10 s (copying, 1 stream)'
+
+
+def hostvars(**senders):
+    """An inventory of the receiver dc2-a and ``senders`` (name: their variables)."""
+    out = {'dc2-a': dict(RECEIVER, wan_address='198.18.3.12')}
+    for name, values in senders.items():
+        out[name] = dict({'wan_address': '198.18.3.%d' % (20 + len(out)), 'migrate_source': '/data',
+                          'wan_peer': 'dc2-a'}, **values)
+    return out
+
+
+def test_the_filter_finds_the_receiver_and_shares_the_modules_connections_among_its_senders():
+    alone = migrate_target('dc1-a', hostvars(**{'dc1-a': {}}), source='/data')
+    assert alone['problems'] == [] and alone['receiver'] == 'dc2-a' and alone['max_streams'] == 6
+    assert alone['url'] == 'rsync://migrate@198.18.3.12:874/incoming/dc1-a/'
+    three = hostvars(**{'dc1-a': {}, 'dc1-b': {'wan_peer': '', 'wan_peers': ['dc2-a']}, 'dc1-c': {}})
+    out = migrate_target('dc1-a', three, source='/data')
+    assert out['max_streams'] == 2 and out['senders_of_module'] == ['dc1-a', 'dc1-b', 'dc1-c']
+    over = migrate_target('dc1-a', three, source='/data', streams='3')
+    assert over['problems'] == ["migrate_streams: 3 is more than the module's max connections (2, rsync_daemon_streams "
+                                "on the receiver, shared by every sender of the module); expected at most 2. 3 "
+                                "senders of the inventory share its 6 connections: dc1-a, dc1-b, dc1-c."]
+    # a host without migrate_source sends nothing and shares nothing
+    idle = hostvars(**{'dc1-a': {}, 'dc1-b': {'migrate_source': ''}})
+    assert migrate_target('dc1-a', idle, source='/data')['max_streams'] == 6
+
+
+def test_two_senders_that_would_write_one_directory_are_refused():
+    same = hostvars(**{'dc1-a': {'migrate_subdir': 'shared'}, 'dc1-b': {'migrate_subdir': 'shared'}})
+    out = migrate_target('dc1-a', same, source='/data', subdir='shared')
+    assert out['problems'] == ['migrate_subdir: dc1-a and dc1-b would both write /srv/incoming/shared on dc2-a; '
+                               'expected a directory of its own for each sender (the default: its inventory name).']
+    root = hostvars(**{'dc1-a': {'migrate_subdir': '/'}, 'dc1-b': {'migrate_subdir': '/'}})
+    assert 'would both write /srv/incoming on dc2-a' in migrate_target('dc1-a', root, source='/data', subdir='/')[
+        'problems'][0]
+    assert migrate_target('dc1-a', hostvars(**{'dc1-a': {}, 'dc1-b': {}}), source='/data')['problems'] == []
+
+
+@pytest.mark.parametrize('values, kwargs, message', [
+    ({'wan_peer': ''}, {}, 'migrate_target: dc1-a has no receiver'),
+    ({'migrate_target': 'nowhere'}, {}, "migrate_target: 'nowhere' is not a host of the inventory"),
+    ({}, {'source': 'data'}, "migrate_source: 'data' is not an absolute directory"),
+    ({}, {'action': 'go'}, "migrate_action: 'go' is not an action"),
+])
+def test_the_filter_names_the_variable_of_each_refusal(values, kwargs, message):
+    out = migrate_target('dc1-a', hostvars(**{'dc1-a': values}), **dict({'source': '/data'}, **kwargs))
+    assert out['problems'] and out['problems'][0].startswith(message), out['problems']

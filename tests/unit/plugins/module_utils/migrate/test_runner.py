@@ -148,6 +148,7 @@ def test_a_file_changed_at_the_receiver_with_its_size_and_time_is_found_and_sent
     state = _runner.read_state(str(run_dir))
     assert state['mismatches'] == 1 and state['mismatched'] == ['small/d1/f04'] and state['verified'] is True
     assert state['mismatches_after_resend'] == 0 and state['resent_bytes'] > 0
+    assert set(state['phases']) == {'copying', 'proving', 'resending', 'proving again', 'directories'}
     assert digest(source) == digest(dest / 'sender')
 
 
@@ -188,3 +189,28 @@ def test_sigterm_stops_the_streams_and_keeps_the_partial_files(tmp_path, daemon)
     state = _runner.read_state(str(run_dir))
     assert state['state'] == 'stopped' and 'partial files stay' in state['message']
     assert not (run_dir / _runner.PASSWORD).exists()
+
+
+def test_a_second_runner_of_a_running_migration_leaves_its_files_alone(tmp_path, daemon):
+    port, dest = daemon
+    source, run_dir = prepare(tmp_path, port, streams=1, bwlimit_bps=8 * 10 ** 6)
+    proc = subprocess.Popen([sys.executable, RUNNER, str(run_dir)])
+    deadline = time.time() + 30
+    while time.time() < deadline and not _runner.running(str(run_dir)):
+        time.sleep(0.05)
+    assert _runner.running(str(run_dir))
+    assert run(run_dir) == 3                          # the lock is the first one's: nothing of the run is touched
+    assert (run_dir / _runner.PASSWORD).exists() and _runner.read_state(str(run_dir))['runs'] == 1
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(30) == 2 and not _runner.running(str(run_dir))
+
+
+def test_a_refused_password_ends_the_run_failed_with_rsyncs_words(tmp_path, daemon):
+    port, dest = daemon
+    source, run_dir = prepare(tmp_path, port)
+    (run_dir / _runner.PASSWORD).write_text('wrong\n')
+    assert run(run_dir) == 1
+    state = _runner.read_state(str(run_dir))
+    assert state['state'] == 'failed' and state['verified'] is None and 'proving' not in state['phases']
+    assert 'rsync exit 5' in state['message'] and 'auth failed' in state['message'], state['message']
+    assert 'wrong' not in json.dumps(state) and not (run_dir / _runner.PASSWORD).exists()
