@@ -52,9 +52,16 @@ def migrate_target(sender, hostvars, module='', user='', transport='tls', subdir
                and (hostvars[name].get('migrate_module') or out['module']) == out['module']]
     for name in sharing:
         theirs = hostvars[name].get('migrate_subdir') or name
-        if (theirs.strip('/') if theirs != '/' else '') == out['subdir']:
+        theirs = theirs.strip('/') if theirs != '/' else ''
+        if theirs == out['subdir']:
             problems.append('migrate_subdir: %s and %s would both write %s on %s; expected a directory of its own for '
                             'each sender (the default: its inventory name).' % (sender, name, out['dest'], receiver))
+        elif '' in (theirs, out['subdir']):
+            root, other = (sender, name) if out['subdir'] == '' else (name, sender)
+            problems.append('migrate_subdir: %s writes the module\'s own directory %s on %s, which holds the one of %s; '
+                            'expected a directory of its own for each sender of the module (the default: its '
+                            'inventory name), / only for a module with one sender.' % (root, out['path'], receiver,
+                                                                                      other))
     out['max_streams'] = max(1, out['max_connections'] // (len(sharing) + 1))
     if str(streams).strip().lower() != 'auto':
         try:

@@ -19,8 +19,8 @@ description:
   - Writes the lists (NUL-separated paths for rsync's C(--from0 --files-from)) and the list of the directories (whose
     modes and times a last pass sets) in O(run_dir), root's and 0700, where they differ from those there (changed
     only then).
-  - In check mode it reads the tree and returns the plan, and writes nothing; neither does it while a migration of
-    O(run_dir) runs (its runner holds the run's lock).
+  - In check mode it reads the tree and returns the plan, and writes nothing; neither does it while the migration
+    runs (its O(unit) is active, or its runner holds the run's lock), whose lists they are.
 author:
   - bdp.wan_tune maintainers (@bdp-wan-tune)
 options:
@@ -44,6 +44,10 @@ options:
     description: The path's rate in bit/s, for O(streams=auto) and the estimated time (0 when not known).
     type: int
     default: 0
+  unit:
+    description: The systemd unit of the migration (while it is active, the lists are not written).
+    type: str
+    required: true
 extends_documentation_fragment:
   - bdp.wan_tune.attributes.no_diff
   - ansible.builtin.action_common_attributes
@@ -56,6 +60,7 @@ EXAMPLES = r"""
     run_dir: /var/lib/bdp_wan_tune/migrate/bdp-migrate-dc2-a-incoming
     max_streams: 4
     rate_bps: 1000000000
+    unit: bdp-migrate-dc2-a-incoming.service
   register: plan
 """
 
@@ -111,6 +116,7 @@ from ansible_collections.bdp.wan_tune.plugins.module_utils import files as _file
 from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import plan as _plan
 from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import runner as _runner
 from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import target as _target
+from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import unit as _unit
 
 
 def encode(paths):
@@ -125,6 +131,7 @@ def main():
             streams=dict(type='str', default='auto'),
             max_streams=dict(type='int', required=True),
             rate_bps=dict(type='int', default=0),
+            unit=dict(type='str', required=True),
         ),
         supports_check_mode=True,
     )
@@ -150,8 +157,9 @@ def main():
     result['streams_reason'] = reason
     wanted = dict((os.path.join(params['run_dir'], _runner.LISTS % index), encode(paths))
                   for index, paths in enumerate(lists))
-    wanted[os.path.join(params['run_dir'], _runner.DIRS_LIST)] = encode(dirs)
-    if _runner.running(params['run_dir']):
+    # '.' first: the tree's top directory gets its mode and times too
+    wanted[os.path.join(params['run_dir'], _runner.DIRS_LIST)] = encode(['.'] + dirs)
+    if _unit.active(module, params['unit'], params['run_dir']):
         # the lists of the migration that runs are its own: this plan is shown, not written
         result.update(changed=False, running=True)
         module.exit_json(**result)

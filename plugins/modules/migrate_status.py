@@ -83,6 +83,18 @@ from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import unit a
 ENDED = ('done', 'failed', 'stopped')
 
 
+def unstarted(config, previous, unit):
+    """The progress of a start whose runner ended before it wrote any: the figures of its config, no end of its
+    own (the state there is the run's before)."""
+    out = dict((key, config.get(key)) for key in ('id', 'run_id', 'plan', 'proof', 'transport', 'files',
+                                                  'present_bytes'))
+    out.update(state='failed', runs=(previous or {}).get('runs'), started=float(config['run_id']), ended=None,
+               bytes_total=config.get('bytes'), stream_count=config.get('streams'), bytes_done=0, streams=[],
+               phases={}, message='the last start of the migration ended before its runner wrote anything: see '
+               'journalctl -u %s on the sender' % unit)
+    return out
+
+
 def read(module, params):
     """{active, state, progress}: interrupted when the unit is gone before the runner ended; the state of an earlier
     run is not this run's (the runner of the last start ended before it wrote any)."""
@@ -90,10 +102,9 @@ def read(module, params):
     progress = _runner.read_state(params['run_dir'])
     config = _runner.read_json(os.path.join(params['run_dir'], _runner.CONFIG)) or {}
     state = (progress or {}).get('state')
-    if progress is not None and config.get('run_id') and progress.get('run_id') != config['run_id'] and not active:
-        state = 'failed'
-        progress = dict(progress, state=state, message='the last start of the migration ended before its runner '
-                        'wrote anything: see journalctl -u %s on the sender' % params['unit'])
+    if config.get('run_id') and (progress or {}).get('run_id') != config['run_id'] and not active:
+        progress = unstarted(config, progress, params['unit'])
+        state = progress['state']
     elif not active and state is not None and state not in ENDED:
         state = 'interrupted'
     return {'active': active, 'state': state, 'progress': progress}

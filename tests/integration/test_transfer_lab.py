@@ -18,10 +18,10 @@ Then, on the same tuned lab and its TLS set-up, the migration (playbooks/migrate
 transfer's tree from A to B, at most 200 Mbit/s (migrate_bwlimit), so that it can be interrupted:
 
 * a controller killed (SIGKILL) while it waits leaves the migration running on A; migrate_action=status comes back to
-  it, waits, and reports it verified, with the report's fields;
+  it, and a run while it runs says so and starts nothing (the run's id stays);
 * a file changed on B after the copy, with its size and time kept, is found by the checksum proof and sent again;
 * the migration's unit killed with SIGKILL about half-way is continued by the next run from the partial files: it
-  sends again at most 5 % of what B held;
+  sends again at most 5 % of what B held, and the unit's end removed the password file; the report has its fields;
 * no password in the output of a run or in A's journal and files (the password file is gone at the end).
 """
 
@@ -42,6 +42,8 @@ import wanlab  # noqa: E402  pylint: disable=wrong-import-position
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason='the lab needs root (namespaces, TUN, podman)')
 NAME = 'bdp-lab-xfer-test'
+# the migrations' private directories on A (migrate_state_dir's default)
+RUN_DIRS = '/var/lib/bdp_wan_tune/migrate'
 
 
 def mine(left):
@@ -61,11 +63,22 @@ def migration_checks(lab, files, workdir):
     rc, output = migrate.run(files, reports, {'migrate_action': 'status', 'migrate_wait': False})
     out['status_after_kill'] = [line for line in output.splitlines() if 'bdp-migrate-' in line and 'copying' in line]
     out['outputs'].append(output)
+    # a run while it runs comes back to it: the same run (its id in the config), not a second start
+    config = '%s/%s/config.json' % (RUN_DIRS, migrate.unit(lab).replace('.service', ''))
+    run_id = json.loads(transfer.sh(lab, 'A', 'cat %s' % config).stdout)['run_id']
+    rc, output = migrate.run(files, reports, {'migrate_wait': False})
+    out['rerun_while_running'] = {'said': 'runs already' in output and 'not started twice' in output,
+                                  'same_run': json.loads(transfer.sh(lab, 'A', 'cat %s' % config).stdout)['run_id']
+                                  == run_id}
+    out['outputs'].append(output)
     # the unit killed with SIGKILL half-way: the next run continues from the partial files
     migrate.wait_for(lab, 200 * 10 ** 6)
     transfer.sh(lab, 'A', 'systemctl kill -s KILL %s' % migrate.unit(lab))
     time.sleep(2)
     out['held_at_kill'] = migrate.received(lab)
+    # the unit's ExecStopPost removes the password file even when its runner could not
+    out['password_after_kill'] = transfer.sh(lab, 'A', 'ls %s/*/password 2>/dev/null' % RUN_DIRS,
+                                             check=False).stdout.split()
     rc, output = migrate.run(files, reports)
     out['resumed'] = migrate.latest(reports)
     out['outputs'].append(output)
@@ -138,6 +151,8 @@ def test_rsync_daemon_in_cleartext_and_over_tls_beats_scp_which_stays_at_its_win
     checks = result['after']
     assert checks['status_after_kill'], 'migrate_action=status did not find the migration running after the ' \
         'controller was killed'
+    assert checks['rerun_while_running'] == {'said': True, 'same_run': True}, checks['rerun_while_running']
+    assert checks['password_after_kill'] == [], checks['password_after_kill']
     resumed = checks['resumed']
     assert resumed['state'] == 'done' and resumed['verified'] is True and resumed['mismatches'] == 0, resumed
     for key in ('bytes', 'files', 'seconds', 'goodput_bps', 'streams', 'transport', 'verified', 'mismatches',

@@ -42,24 +42,26 @@ def progress_line(progress, now):
 
 def build(status, target, sender, receiver_cpu_after=None, when=None):
     """The report of one run: the fields docs/migration.md lists.  ``receiver_cpu_after``: the receiver's daemon's
-    CPU time in ns now (the runner's state holds it from before the run).  ``when`` defaults to the run's end, so
-    that the report of one run has one name however often it is read."""
+    CPU time in ns now (the runner's state holds it from before the run).  ``when`` defaults to the run's end (its
+    start when it has none, as after SIGKILL), so that the report of one run has one name however often it is
+    read."""
     progress = status.get('progress') or {}
-    when = when or time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(progress.get('ended') or time.time()))
+    when = when or time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(progress.get('ended') or progress.get('started')
+                                                                    or time.time()))
     plan = progress.get('plan') or {}
     before = progress.get('cpu_before')
     receiver_cpu_seconds = (receiver_cpu_after - before) / 1e9 \
         if isinstance(before, int) and isinstance(receiver_cpu_after, int) and receiver_cpu_after >= before else None
     phases = progress.get('phases') or {}
     copying = phases.get('copying') or [None, None]
-    proving = [value for key, value in sorted(phases.items()) if key in ('proving', 'resending')]
+    proving = [value for key, value in sorted(phases.items()) if key not in ('copying', 'directories')]
     seconds = (copying[1] - copying[0]) if copying[0] and copying[1] else None
     moved = progress.get('bytes_done') or 0
     total = progress.get('bytes_total') or plan.get('bytes') or 0
     gigabytes = float(total) / GB if total else 0
     run = {
         'schema': SCHEMA, 'when': when,
-        'sender': sender, 'receiver': target.get('receiver'), 'module': target.get('module'),
+        'run_id': progress.get('run_id'), 'sender': sender, 'receiver': target.get('receiver'), 'module': target.get('module'),
         'destination': target.get('dest'), 'transport': target.get('transport'), 'state': status.get('state'),
         'bytes': total, 'files': progress.get('files', plan.get('files')),
         'streams': progress.get('stream_count', plan.get('streams')),

@@ -32,6 +32,7 @@ DIRS_LIST, RESEND_LIST = 'list-dirs', 'list-resend-%d'
 # running migration's, and nothing may write them (migrate_plan and migrate_run try it without waiting).
 RUN_LOCK = 'run.lock'
 PARTIAL_DIR = '.bdp-migrate-partial'
+LOCK_TRIES = 30                 # 3 s
 INTERVAL = 2.0                  # seconds between two writes of state.json
 PROGRESS_RE = re.compile(rb'^\s*([\d,]+)\s+\d+%')
 STATS = {'literal': rb'Literal data: ([\d,]+)', 'matched': rb'Matched data: ([\d,]+)',
@@ -243,10 +244,15 @@ class Runner(object):
 
     def main(self):
         lock = os.open(os.path.join(self.run_dir, RUN_LOCK), os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            return 3                                # another runner of this migration runs: its files are its own
+        for attempt in range(LOCK_TRIES):          # running() of a module holds it for an instant
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError:
+                if attempt == LOCK_TRIES - 1:
+                    os.close(lock)
+                    return 3                        # another runner of this migration runs: its files are its own
+                time.sleep(0.1)
         try:
             return self.run()
         finally:
@@ -275,12 +281,17 @@ class Runner(object):
             self.prove(lists)
             if self.stopping:
                 return self.end('stopped', 2)
-            self.check(self.run_streams([os.path.join(self.run_dir, DIRS_LIST)], phase='directories'), 'directories')
+            directories = self.run_streams([os.path.join(self.run_dir, DIRS_LIST)], phase='directories')
             if self.stopping:
                 return self.end('stopped', 2)
+            self.check(directories, 'directories')
             return self.end('done' if self.state['verified'] else 'failed', 0 if self.state['verified'] else 1)
         except (RuntimeError, OSError) as exc:
             self.state['message'] = str(exc)
+            return self.end('failed', 1)
+        except Exception as exc:  # pylint: disable=broad-except
+            # never left in a phase that migrate_status would take for an interruption that a new run continues
+            self.state['message'] = 'the runner failed: %s: %s' % (type(exc).__name__, exc)
             return self.end('failed', 1)
 
     def prove(self, lists):

@@ -129,6 +129,12 @@ def test_the_report_has_the_fields_and_goodput_leaves_out_start_up_and_proof():
     # the name of a run's report is its end's, however often it is read; no CPU figure from a counter that fell
     again = _report.build({'state': 'done', 'progress': progress}, target, 'dc1-a', receiver_cpu_after=1)
     assert again['when'] == '1970-01-01T00:02:20Z' and again['receiver_cpu_seconds_per_gb'] is None
+    killed = _report.build({'state': 'interrupted', 'progress': dict(progress, ended=None, run_id='100.000000')},
+                           target, 'dc1-a')
+    assert killed['when'] == '1970-01-01T00:01:40Z' and killed['run_id'] == '100.000000'
+    resent = dict(progress, phases=dict(progress['phases'], resending=[138.0, 139.0], **{'proving again': [139.0,
+                                                                                                            140.0]}))
+    assert _report.build({'state': 'done', 'progress': resent}, target, 'dc1-a')['proof_seconds'] == 18.0
     sized = _report.build({'state': 'done', 'progress': dict(progress, proof='size')}, {}, 'dc1-a')
     assert 'not the content' in sized['proof_note'] and sized['receiver_cpu_seconds_per_gb'] is None
     line = _report.progress_line(dict(progress, state='copying', bytes_done=10 ** 9), 112.0)
@@ -169,6 +175,14 @@ def test_two_senders_that_would_write_one_directory_are_refused():
     assert 'would both write /srv/incoming on dc2-a' in migrate_target('dc1-a', root, source='/data', subdir='/')[
         'problems'][0]
     assert migrate_target('dc1-a', hostvars(**{'dc1-a': {}, 'dc1-b': {}}), source='/data')['problems'] == []
+    # the module's own directory holds every other sender's
+    over = hostvars(**{'dc1-a': {'migrate_subdir': '/'}, 'dc1-b': {}})
+    assert migrate_target('dc1-a', over, source='/data', subdir='/')['problems'] == [
+        "migrate_subdir: dc1-a writes the module's own directory /srv/incoming on dc2-a, which holds the one of "
+        "dc1-b; expected a directory of its own for each sender of the module (the default: its inventory name), / "
+        "only for a module with one sender."]
+    assert 'dc1-a writes the module\'s own directory' in migrate_target('dc1-b', over, source='/data')['problems'][0]
+    assert migrate_target('dc1-a', hostvars(**{'dc1-a': {}}), source='/data', subdir='/')['problems'] == []
 
 
 @pytest.mark.parametrize('values, kwargs, message', [

@@ -71,6 +71,8 @@ def make_tree(root):
         (root / 'small' / ('d%d' % (index % 3)) / ('f%02d' % index)).write_bytes(os.urandom(20000))
     (root / 'empty').mkdir()
     os.symlink('big/one.bin', str(root / 'link'))
+    for top, dummy, dummy_names in os.walk(str(root)):     # directories of 2001, so that a copy's own time shows
+        os.utime(top, (10 ** 9, 10 ** 9))
 
 
 def prepare(tmp_path, port, streams=2, proof='checksum', bwlimit_bps=0):
@@ -83,7 +85,7 @@ def prepare(tmp_path, port, streams=2, proof='checksum', bwlimit_bps=0):
     planned = _plan.plan(files, dirs, others, streams)
     for index, paths in enumerate(planned['lists']):
         (run_dir / (_runner.LISTS % index)).write_bytes(b''.join(p.encode() + b'\0' for p in paths))
-    (run_dir / _runner.DIRS_LIST).write_bytes(b''.join(p.encode() + b'\0' for p in dirs))
+    (run_dir / _runner.DIRS_LIST).write_bytes(b''.join(p.encode() + b'\0' for p in ['.'] + dirs))
     (run_dir / _runner.PASSWORD).write_text(PASSWORD + '\n')
     os.chmod(str(run_dir / _runner.PASSWORD), 0o600)
     config = {'id': 'test', 'source': str(source), 'url': 'rsync://u@127.0.0.1:%d/in/sender/' % port,
@@ -122,6 +124,9 @@ def test_the_streams_copy_the_tree_and_the_proof_passes(tmp_path, daemon):
     assert state['state'] == 'done' and state['verified'] is True and state['mismatches'] == 0, state
     assert digest(source) == digest(dest / 'sender')
     assert (dest / 'sender' / 'empty').is_dir() and os.path.islink(str(dest / 'sender' / 'link'))
+    # the last pass gives every directory, the tree's top included, its mode and time
+    for path in ('', 'small/d1', 'empty'):
+        assert int(os.stat(str(dest / 'sender' / path)).st_mtime) == int(os.stat(str(source / path)).st_mtime), path
     assert len(state['streams']) == 2 and state['bytes_done'] >= state['bytes_total'] * 0.99
     assert state['resent_bytes'] == 0 and not (run_dir / _runner.PASSWORD).exists()
     assert set(state['phases']) == {'copying', 'proving', 'directories'}
