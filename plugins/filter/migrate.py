@@ -60,8 +60,8 @@ def migrate_target(sender, hostvars, module='', user='', transport='tls', subdir
             root, other = (sender, name) if out['subdir'] == '' else (name, sender)
             problems.append('migrate_subdir: %s writes the module\'s own directory %s on %s, which holds the one of %s; '
                             'expected a directory of its own for each sender of the module (the default: its '
-                            'inventory name), / only for a module with one sender.' % (root, out['path'], receiver,
-                                                                                      other))
+                            'inventory name), / only for a module with one sender.'
+                            % (root, out['path'], receiver, other))
     out['max_streams'] = max(1, out['max_connections'] // (len(sharing) + 1))
     if str(streams).strip().lower() != 'auto':
         try:

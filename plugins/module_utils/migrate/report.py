@@ -46,8 +46,8 @@ def build(status, target, sender, receiver_cpu_after=None, when=None):
     start when it has none, as after SIGKILL), so that the report of one run has one name however often it is
     read."""
     progress = status.get('progress') or {}
-    when = when or time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(progress.get('ended') or progress.get('started')
-                                                                    or time.time()))
+    moment = progress.get('ended') or progress.get('started') or time.time()
+    when = when or time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(moment))
     plan = progress.get('plan') or {}
     before = progress.get('cpu_before')
     receiver_cpu_seconds = (receiver_cpu_after - before) / 1e9 \

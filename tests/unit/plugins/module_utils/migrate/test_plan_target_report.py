@@ -132,8 +132,9 @@ def test_the_report_has_the_fields_and_goodput_leaves_out_start_up_and_proof():
     killed = _report.build({'state': 'interrupted', 'progress': dict(progress, ended=None, run_id='100.000000')},
                            target, 'dc1-a')
     assert killed['when'] == '1970-01-01T00:01:40Z' and killed['run_id'] == '100.000000'
-    resent = dict(progress, phases=dict(progress['phases'], resending=[138.0, 139.0], **{'proving again': [139.0,
-                                                                                                            140.0]}))
+    phases = dict(progress['phases'], resending=[138.0, 139.0])
+    phases['proving again'] = [139.0, 140.0]
+    resent = dict(progress, phases=phases)
     assert _report.build({'state': 'done', 'progress': resent}, target, 'dc1-a')['proof_seconds'] == 18.0
     sized = _report.build({'state': 'done', 'progress': dict(progress, proof='size')}, {}, 'dc1-a')
     assert 'not the content' in sized['proof_note'] and sized['receiver_cpu_seconds_per_gb'] is None
