@@ -1,9 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, bdp.wan_tune contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Action plugin for ``bdp.wan_tune.migrate_status``: with ``wait``, read the migration's state every ``interval``
-seconds until its unit has ended, and show one progress line each time (bytes, %, Mbit/s, ETA) on the controller,
-instead of a screen of retries.  The migration runs in a unit of its own on the sender: Ctrl-C here ends only this
+"""Action plugin for ``bdp.wan_tune.migrate_status``: show one progress line (unit, bytes, %, Mbit/s, ETA) on the
+controller while the migration runs; with ``wait``, read its state every ``interval`` seconds until its unit has
+ended, a line each time, instead of a screen of retries.  The migration runs in a unit of its own on the sender: Ctrl-C here ends only this
 waiting.
 """
 
@@ -28,9 +28,11 @@ class ActionModule(ActionBase):
         while True:
             status = self._execute_module(module_name='bdp.wan_tune.migrate_status', module_args=args,
                                           task_vars=task_vars)
+            if status.get('active') and not status.get('failed'):
+                display.display('%s: %s: %s' % (host, args.get('unit'),
+                                                 report.progress_line(status.get('progress'), time.time())))
             if status.get('failed') or not wait or not status.get('active') or self._task.check_mode:
                 break
-            display.display('%s: %s' % (host, report.progress_line(status.get('progress'), time.time())))
             time.sleep(interval)
         result.update(status)
         return result

@@ -150,7 +150,7 @@ def test_rsync_daemon_in_cleartext_and_over_tls_beats_scp_which_stays_at_its_win
 
     checks = result['after']
     assert checks['status_after_kill'], 'migrate_action=status did not find the migration running after the ' \
-        'controller was killed'
+        'controller was killed:\n' + checks['outputs'][0][-3000:]
     assert checks['rerun_while_running'] == {'said': True, 'same_run': True}, checks['rerun_while_running']
     assert checks['password_after_kill'] == [], checks['password_after_kill']
     resumed = checks['resumed']
