@@ -29,8 +29,8 @@ class ActionModule(ActionBase):
             status = self._execute_module(module_name='bdp.wan_tune.migrate_status', module_args=args,
                                           task_vars=task_vars)
             if status.get('active') and not status.get('failed'):
-                display.display('%s: %s: %s' % (host, args.get('unit'),
-                                                 report.progress_line(status.get('progress'), time.time())))
+                line = report.progress_line(status.get('progress'), time.time())
+                display.display('%s: %s: %s' % (host, args.get('unit'), line))
             if status.get('failed') or not wait or not status.get('active') or self._task.check_mode:
                 break
             time.sleep(interval)
