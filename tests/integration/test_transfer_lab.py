@@ -90,11 +90,13 @@ def migration_checks(lab, files, workdir):
     out['corrupted'] = migrate.latest(reports)
     out['outputs'].append(output)
     # the password: in no output, not in A's journal, and in no file of A but the transfer lab's own password file
-    out['leaks'] = [output for output in out['outputs'] if files['password'] in output]
-    out['journal'] = transfer.sh(lab, 'A', 'journalctl --no-pager -o export | grep -caF -f -', stdin=files['password'],
+    # (its random part: that finds it escaped too)
+    out['leaks'] = [output for output in out['outputs'] if files['password_core'] in output]
+    out['journal'] = transfer.sh(lab, 'A', 'journalctl --no-pager -o export | grep -caF -f -',
+                                 stdin=files['password_core'],
                                  check=False).stdout.strip()
     out['files'] = transfer.sh(lab, 'A', 'grep -rlaF -f - /etc /var /tmp /root /run 2>/dev/null',
-                               stdin=files['password'], check=False).stdout.split()
+                               stdin=files['password_core'], check=False).stdout.split()
     return out
 
 

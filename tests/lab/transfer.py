@@ -375,8 +375,10 @@ def setup_transports(lab, workdir, streams, quiet=False):
     sh(lab, 'B', 'mkdir -p -m 0700 /root/.ssh && cat > /root/.ssh/authorized_keys && chmod 600 /root/.ssh/authorized_keys'
        ' && systemctl start ssh', stdin=sh(lab, 'A', 'cat /root/.ssh/id_ed25519.pub').stdout)
     sh(lab, 'A', 'ssh-keyscan -t ed25519 %s > /root/.ssh/known_hosts' % lab.address('B'), timeout=60)
-    password = os.urandom(12).hex()
-    files = {'inventory': os.path.join(workdir, 'inventory.ini'), 'password': password}
+    # awkward on purpose (a backslash, both quotes, a space, a $): a search for its random part finds any escaped form
+    core = os.urandom(12).hex()
+    password = '%s \\ "q\' $x' % core
+    files = {'inventory': os.path.join(workdir, 'inventory.ini'), 'password': password, 'password_core': core}
     demo.write_inventory(lab, files['inventory'])
     # The receiver's group variables (next to the inventory, never on the command line: they hold the password):
     # the playbook's opt-in rsync_daemon=true and the daemon's module, as an operator would write them.
