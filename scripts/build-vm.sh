@@ -21,6 +21,15 @@ SUITES=("$@")
 
 log() { printf 'build-vm: %s\n' "$*"; }
 
+# A debootstrap killed half-way (the machine restarted) leaves /proc mounted inside its tree: unmount what is under
+# it, deepest first, so that the tree can be removed.
+unmount_under() {
+    local mount
+    awk -v t="$1/" 'index($2 "/", t) == 1 { print $2 }' /proc/mounts | sort -r | while read -r mount; do
+        umount -l "$mount"
+    done
+}
+
 build() {
     local suite="$1" out="$CACHE/$1" tree="$CACHE/$1.tree" mirror
     if [ -f "$out/stamp" ] && [ "$(cat "$out/stamp")" = "$HASH" ] && [ -f "$out/disk.img" ]; then
@@ -29,6 +38,7 @@ build() {
     fi
     local start
     start=$(date +%s)
+    unmount_under "$tree"
     rm -rf "$tree" "$out"
     mkdir -p "$CACHE"
     mirror="$(debian_mirror)"
