@@ -70,8 +70,7 @@ def _create_private(directory):
 
 def _selinux_context(module, tmp, path):
     """Give ``tmp`` the SELinux context ``path`` has (or its default), as atomic_move() would."""
-    enabled = getattr(module, 'selinux_enabled', None)     # None or a test's stand-in: no SELinux
-    if enabled is None or not enabled():
+    if not module.selinux_enabled():
         return
     context = module.selinux_context(path) if os.path.exists(path) else module.selinux_default_context(path)
     module.set_context_if_different(tmp, context, False)

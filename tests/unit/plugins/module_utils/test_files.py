@@ -196,11 +196,11 @@ def test_take_secret_removes_the_file_even_when_it_cannot_be_read(tmp_path, monk
     assert not src.exists()
 
 
-def test_secret_unchanged_compares_content_mode_and_owner(tmp_path):
+def test_secret_unchanged_compares_content_mode_and_owner(module, tmp_path):
     path = tmp_path / 'secret'
     uid, gid = os.getuid(), os.getgid()
     assert not files.secret_unchanged(str(path), b'a', owner=uid, group=gid)
-    files.write_atomic(None, str(path), b'a', mode=0o600)
+    files.write_atomic(module, str(path), b'a', mode=0o600)
     assert files.secret_unchanged(str(path), b'a', owner=uid, group=gid)
     assert not files.secret_unchanged(str(path), b'b', owner=uid, group=gid)
     assert not files.secret_unchanged(str(path), b'a', owner=uid + 1, group=gid)

@@ -5,11 +5,11 @@
 
 from __future__ import annotations
 
+import re
 import socket
 import struct
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -189,6 +189,12 @@ def test_tcp_exchange_refused_and_unlisted_source(listener):
     refused = mtuproof.tcp_exchange('127.0.0.1', 4, port, timeout=3)
     assert not refused['ran'] and 'connection refused' in refused['reason']
     port = listener(allowed='198.18.0.1')           # 127.0.0.1 is not one of its peers
-    start = time.monotonic()
-    result = mtuproof.tcp_exchange('127.0.0.1', 4, port, nbytes=1000, timeout=5)
-    assert result['ran'] and result['echoed'] == 0 and time.monotonic() - start < 5
+    result = mtuproof.tcp_exchange('127.0.0.1', 4, port, nbytes=1000, timeout=30)
+    assert result['ran'] and result['echoed'] == 0
+    # The listener closes the connection at once rather than leaving it to stall until the timeout ('stalled: ...').
+    # Which way the close reaches tcp_exchange depends on whether the request was still unread when the listener
+    # closed (a reset) and on whether tcp_exchange was still sending or already reading; on loopback mostly the
+    # send fails with EPIPE.
+    assert re.match(r'(the listener closed the connection after 0 of 1000 bytes'
+                    r'|failed after 0 of 1000 bytes: (Broken pipe|Connection reset by peer))$', result['reason']), \
+        result['reason']

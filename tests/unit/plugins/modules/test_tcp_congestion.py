@@ -111,6 +111,11 @@ class StubModule(object):
     def atomic_move(self, src, dest):
         os.rename(src, dest)
 
+    @staticmethod
+    def selinux_enabled():
+        """As AnsibleModule.selinux_enabled() on a host without SELinux: files.write_atomic() sets no context."""
+        return False
+
 
 @pytest.fixture
 def fake_release(monkeypatch):
