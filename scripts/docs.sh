@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The reference pages, generated with antsibull-docs: the roles from every roles/*/meta/argument_specs.yml, the
-# modules from their DOCUMENTATION, RETURN and EXAMPLES, the filters from plugins/filter/*.yml.
+# modules from their DOCUMENTATION, RETURN and EXAMPLES, the filters from plugins/filter/*.yml; and the playbooks'
+# variable tables in docs/*.md from playbooks/meta/argument_specs.yml (scripts/docs_playbooks.py).
 #   scripts/docs.sh            regenerate docs/reference/{roles,modules,filters}/ (`make docs`); check the result into git
 #   scripts/docs.sh --check    regenerate into a temporary directory and fail when one of them differs
 # antsibull-docs reads the collection through ansible-doc, found as bdp.wan_tune through
@@ -44,12 +45,14 @@ if $check; then
             failed=true
         fi
     done
+    python scripts/docs_playbooks.py --check || failed=true
     if $failed; then exit 1; fi
-    echo "docs: $REF/{roles,modules,filters} are up to date ($counts)"
+    echo "docs: $REF/{roles,modules,filters} and the playbook tables are up to date ($counts)"
 else
     for kind in $KINDS; do
         rm -rf "${REF:?}/$kind"
         cp -r "$tmp/ref/$kind" "$REF/$kind"
     done
+    python scripts/docs_playbooks.py
     echo "docs: wrote $REF/{roles,modules,filters} ($counts)"
 fi

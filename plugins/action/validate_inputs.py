@@ -4,7 +4,9 @@
 """Action plugin ``bdp.wan_tune.validate_inputs``: check every input of the collection's roles on the controller.
 
 The variable list, types and choices come from each role's ``meta/argument_specs.yml`` (entry point ``main``),
-the defaults from its ``defaults/main.yml``; the playbook's own variables are in PLAYBOOK_OPTIONS.  A value
+the defaults from its ``defaults/main.yml``; the playbook's own variables from ``playbooks/meta/argument_specs.yml``
+(plugin_utils/specs.py reads them all).  A variable of the collection's namespaces that none of them declares is
+refused, with the closest declared names.  A value
 from ``-e key=value`` is a string, so booleans and whole numbers are also taken as strings (``false``, ``4``), but
 only as the roles then read them: a boolean is what Ansible's ``bool`` filter takes (no spaces around it).  Every
 rule of meaning is the collection's one implementation, the one the role's filter or module applies to the same
@@ -16,7 +18,6 @@ passed on as they are.  All problems of a host are reported together; nothing ru
 ``check_host()`` is the pure part: it takes the host's variables, already templated, and returns the problems.
 """
 
-import ast
 import math
 import os
 import re
@@ -35,36 +36,20 @@ from ansible_collections.bdp.wan_tune.plugins.module_utils import peers as _peer
 from ansible_collections.bdp.wan_tune.plugins.module_utils import hpnssh as _hpnssh
 from ansible_collections.bdp.wan_tune.plugins.module_utils import rsyncd as _rsyncd
 from ansible_collections.bdp.wan_tune.plugins.module_utils import rsynctls as _rsynctls
+from ansible_collections.bdp.wan_tune.plugins.plugin_utils import specs as _specs
 from ansible_collections.bdp.wan_tune.plugins.plugin_utils import tls_ca as _tls_ca
 
-ROLES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), 'roles')
-# in the order the playbook runs them (verify: the canary)
-ROLES = ('bbr', 'tcp_buffers', 'jumbo_mtu', 'rsync_daemon', 'hpn_ssh', 'verify')
-
-# The playbook's own variables (playbooks/wan_tune.yml), checked like role options.
-PLAYBOOK_OPTIONS = {
-    'wan_tune_state': {'type': 'str', 'choices': ['present', 'absent'], 'default': 'present'},
-    'wan_tune_become': {'type': 'bool', 'default': True},
-    'wan_tune_hosts': {'type': 'raw', 'default': 'all'},
-    'jumbo_mtu_enabled': {'type': 'bool', 'default': False},
-    'wan_tune_serial': {'type': 'raw', 'default': '100%'},
-    'wan_tune_max_fail_percentage': {'type': 'int', 'default': 100},
-    'wan_tune_canary': {'type': 'bool', 'default': False},
-    'wan_tune_canary_rollback': {'type': 'bool', 'default': False},
-    'wan_peer': {'type': 'str'},
-    'wan_peers': {'type': 'list', 'elements': 'str'},
-    'rsync_daemon': {'type': 'bool', 'default': False},
-    'hpn_ssh': {'type': 'bool', 'default': False},
-}
-# Variables whose value a message must not show (passwords).
-SECRET_OPTIONS = ('rsync_daemon_users', 'rsync_daemon_tls_ca_key')
 # The role's rate and RTT also take auto (tasks/measure.yml); said after the parser's own message.
 AUTO_HINT = {'tcp_buffers_rate': ' Or auto: the link speed of the NIC towards the peers.',
              'tcp_buffers_rtt': ' Or auto: measured to the peers.'}
 SERIAL_HELP = ('a batch size or a list of them, each a whole number (1 or more) or a percentage (1% to 100%): 1, '
                '"10%", [1, "10%", "50%"], or on the command line -e wan_tune_serial=1,10%,50%')
-# Variables the playbook documents as its inputs; a role default built from one names it: tcp_buffers_rate (-e rate=...).
-PLAYBOOK_INPUTS = ('rate', 'rtt', 'mtu')
+# The playbook's inputs that feed role variables (rate, rtt, mtu); a role default built from one names it:
+# tcp_buffers_rate (-e rate=...).
+PLAYBOOK_INPUTS = _specs.playbook_inputs(_specs.load())
+# Read once, when the play loads this plugin (before it forks its workers), not once per host.
+_specs.declared()
+_specs.options()
 
 # What Ansible's bool filter (ansible-core 2.19, plugins/filter/core.py) reads as true and false: these strings in any
 # case, with nothing around them, and the integers 1 and 0.  It coerces anything else with a deprecation warning
@@ -112,7 +97,6 @@ PARSERS = {
 OWNED_FILES = ('bbr_sysctl_file', 'bbr_modules_load_file', 'tcp_buffers_sysctl_file')
 SYSCTL_FILES = ('bbr_sysctl_file', 'tcp_buffers_sysctl_file')
 ADMIN_SYSCTL_FILES = ('/etc/sysctl.conf',)
-_DEFAULT_FROM = re.compile(r'^\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\|\s*default\((.*)\)\s*\}\}$')
 
 
 class Refusal(ValueError):
@@ -182,44 +166,10 @@ def kind(value):
 
 # ----------------------------------------------------------------------------- specs
 
-_SPECS = {}
-
-
-def load_specs(roles_dir=ROLES_DIR):
-    """{variable: option} for the playbook and every role: type, elements, choices, default (from defaults/main.yml)."""
-    if roles_dir in _SPECS:
-        return _SPECS[roles_dir]
-    specs = dict((name, dict(option, role=None)) for name, option in PLAYBOOK_OPTIONS.items())
-    for role in ROLES:
-        with open(os.path.join(roles_dir, role, 'meta', 'argument_specs.yml')) as handle:
-            options = yaml.safe_load(handle)['argument_specs']['main']['options']
-        with open(os.path.join(roles_dir, role, 'defaults', 'main.yml')) as handle:
-            defaults = yaml.safe_load(handle) or {}
-        for name, option in options.items():
-            option = dict((key, item) for key, item in option.items() if key != 'description')
-            if name in defaults:
-                option['default'] = defaults[name]
-            specs[name] = dict(option, role=role)
-    _SPECS[roles_dir] = specs
-    return specs
-
-
-class _Var(str):
-    """A default's fallback that names another variable (``default(inventory_hostname)``)."""
-
-
-def default_source(default):
-    """('rate', '') for a default of ``{{ rate | default('') }}``; ('', None) for another template; None otherwise."""
-    if not isinstance(default, str) or '{{' not in default:
-        return None
-    match = _DEFAULT_FROM.match(default)
-    if not match:
-        return '', None
-    fallback = match.group(2).strip()
-    try:
-        return match.group(1), ast.literal_eval(fallback)
-    except (ValueError, SyntaxError):
-        return match.group(1), _Var(fallback) if re.match(r'^[A-Za-z_][A-Za-z0-9_]*$', fallback) else None
+def load_specs():
+    """{variable: option} for the playbook and every role: type, elements, choices, no_log, default (from
+    defaults/main.yml); the playbook's inputs are checked as the role variables they feed."""
+    return dict((name, option) for name, option in _specs.load().items() if name not in PLAYBOOK_INPUTS)
 
 
 def resolve(variables, specs=None):
@@ -237,7 +187,7 @@ def resolve(variables, specs=None):
         if var in variables:
             entries.append((var, variables[var], var, True))
             continue
-        source = default_source(option.get('default'))
+        source = _specs.default_source(option.get('default'))
         if source is None:
             entries.append((var, option.get('default'), var, False))
             continue
@@ -251,7 +201,7 @@ def resolve(variables, specs=None):
         shown = '%s (-e %s=...)' % (var, feeder) if feeder in PLAYBOOK_INPUTS else var
         if feeder in variables:
             entries.append((var, variables[feeder], shown, True))
-        elif isinstance(fallback, _Var):
+        elif isinstance(fallback, _specs.Var):
             entries.append((var, variables.get(fallback), shown, False))
         else:
             entries.append((var, fallback, shown, False))
@@ -426,7 +376,7 @@ def convert(var, name, value, option, problems):
     except (_bdp.UnitError, _linkmtu.MtuError) as exc:
         problems.append(str(exc) + AUTO_HINT.get(var, ''))
     except Refusal as exc:
-        if var in SECRET_OPTIONS:
+        if _specs.is_secret(option):
             problems.append('%s: (the value is not shown: it holds passwords) %s; expected %s.%s'
                             % (name, exc.reason, exc.accepted, exc.hint))
         else:
@@ -644,6 +594,19 @@ def names_for_plan(names):
             'headroom': names['tcp_buffers_headroom'], 'flows': names['tcp_buffers_flows']}
 
 
+def undeclared_problems(variables):
+    """One problem for each variable of the collection's namespaces that no specification declares."""
+    found = _specs.undeclared(dict((name, value) for name, value in variables.items() if _specs.NAMESPACE.match(name)))
+    return [_specs.undeclared_message(name, closest) for name, closest in found]
+
+
+def outcome(host, problems, ok):
+    """The action's result: failed with every problem, or ``ok``."""
+    if problems:
+        return {'changed': False, 'failed': True, 'msg': failure_message(host, problems)}
+    return {'changed': False, 'msg': ok}
+
+
 def failure_message(host, problems):
     """One message for a host: every problem on its own line, and that nothing changed."""
     return ('Inputs of host %s are not usable (%d problem%s):\n%s\nNothing was changed on any host.'
@@ -657,7 +620,7 @@ class ActionModule(ActionBase):
 
     TRANSFERS_FILES = False
     _requires_connection = False
-    _VALID_ARGS = frozenset(('tcp_buffers', 'jumbo_mtu', 'hosts_pattern', 'hosts_matched', 'role'))
+    _VALID_ARGS = frozenset(('tcp_buffers', 'jumbo_mtu', 'hosts_pattern', 'hosts_matched', 'role', 'names_only'))
 
     def _template(self, raw):
         try:
@@ -675,6 +638,7 @@ class ActionModule(ActionBase):
             hosts_pattern=dict(type='raw'),
             hosts_matched=dict(type='int'),
             role=dict(type='str', choices=sorted(ROLE_RANGES)),
+            names_only=dict(type='bool', default=False),
         ))
         if args['hosts_matched'] is not None:
             return dict(result, **no_hosts_check(args['hosts_pattern'], args['hosts_matched'],
@@ -685,8 +649,12 @@ class ActionModule(ActionBase):
             problems = range_problems(args['role'], variables)
             return dict(result, changed=False, problems=problems,
                         msg='; '.join(problems) or 'The numbers of role %s are in range.' % args['role'])
-        specs = load_specs()
         host = task_vars.get('inventory_hostname', '?')
+        problems = undeclared_problems(task_vars)
+        if args['names_only']:
+            return dict(result, **outcome(host, problems, 'All variables of host %s in the collection\'s namespaces '
+                                                          'are declared.' % host))
+        specs = load_specs()
         wanted = set(specs) | set(PLAYBOOK_INPUTS) | {'inventory_hostname', 'ansible_host'}
         variables = {}
         for var in wanted:
@@ -711,13 +679,7 @@ class ActionModule(ActionBase):
                     peers.append((Unresolved(str(exc)), '%s of host %s' % (where, other)))
             return peers
 
-        problems = check_host(variables, tcp_buffers=args['tcp_buffers'], jumbo_mtu=args['jumbo_mtu'],
-                              play_peers=play_peers, specs=specs, inventory=task_vars.get('groups', {}).get('all'),
-                              sources=task_vars.get('ansible_inventory_sources'), hostvars=task_vars.get('hostvars'))
-        result['changed'] = False
-        if problems:
-            result['failed'] = True
-            result['msg'] = failure_message(host, problems)
-        else:
-            result['msg'] = 'All inputs of host %s are usable.' % host
-        return result
+        problems += check_host(variables, tcp_buffers=args['tcp_buffers'], jumbo_mtu=args['jumbo_mtu'],
+                               play_peers=play_peers, specs=specs, inventory=task_vars.get('groups', {}).get('all'),
+                               sources=task_vars.get('ansible_inventory_sources'), hostvars=task_vars.get('hostvars'))
+        return dict(result, **outcome(host, problems, 'All inputs of host %s are usable.' % host))

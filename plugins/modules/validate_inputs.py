@@ -15,10 +15,13 @@ description:
     P(bdp.wan_tune.jumbo_mtu#role), P(bdp.wan_tune.rsync_daemon#role), P(bdp.wan_tune.hpn_ssh#role) and
     P(bdp.wan_tune.verify#role) roles (the last runs as the canary)
     (the options of each role's C(meta/argument_specs.yml), with the defaults
-    of its C(defaults/main.yml)) and the playbook variables C(wan_tune_state), C(wan_tune_become), C(wan_tune_hosts),
-    C(jumbo_mtu_enabled), C(rsync_daemon), C(hpn_ssh), C(wan_tune_serial), C(wan_tune_max_fail_percentage), C(wan_tune_canary),
-    C(wan_tune_canary_rollback) and the inventory variables C(wan_peer) and C(wan_peers), as the host's variables
-    give them. C(rate) and C(rtt) may be V(auto); C(rtt=auto) needs peers.
+    of its C(defaults/main.yml)) and the playbook's own variables (C(playbooks/meta/argument_specs.yml), entry
+    point C(wan_tune)), as the host's variables give them. C(rate) and C(rtt) may be V(auto); C(rtt=auto) needs
+    peers.
+  - A variable of the collection's namespaces (C(tcp_buffers_*), C(bbr_*), C(jumbo_mtu*), C(rsync_daemon*),
+    C(hpn_ssh*), C(verify_*), C(wan_tune_*), C(migrate_*), C(nic_*)) that no role or playbook declares, as an option
+    of its argument specification or as a result its tasks register, is refused with the closest declared names
+    (C(jumbo_mtu_value) names C(jumbo_mtu_target) and C(-e mtu=...)).
   - Each value is templated and checked by its type (choices, booleans, whole numbers, numbers, absolute paths,
     lists) and then by its meaning with the one implementation the roles' filter and modules use, whose messages
     are passed on as they are. Rate, RTT, headroom, C(tcp_buffers_flows) and C(tcp_buffers_memory_share) are read
@@ -36,7 +39,8 @@ description:
   - Where C(rsync_daemon) or C(hpn_ssh) is true, the transport role's own rules run too, with the code the role runs
     (C(module_utils/rsyncd.py), C(module_utils/hpnssh.py)), for example no anonymous writable rsync module, no module path under
     C(/usr), C(/etc) or C(/boot), no C(SO_SNDBUF)/C(SO_RCVBUF) socket options, HPN-SSH never on port 22, package
-    files and repositories complete. The value of C(rsync_daemon_users) is never shown, as it holds passwords.
+    files and repositories complete. The value of an option marked C(no_log) in its specification
+    (C(rsync_daemon_users), C(rsync_daemon_tls_ca_key)) is never shown.
   - The files the roles own must end in C(.conf) and be distinct once normalised (V(/etc/sysctl.d/./x.conf) is
     V(/etc/sysctl.d/x.conf)).
   - A role variable left at a default built from a playbook variable is reported under that variable, for example
@@ -81,6 +85,12 @@ options:
         checks.
     type: str
     choices: [verify]
+  names_only:
+    description:
+      - Check only that every variable of the collection's namespaces is declared (the verify and migrate
+        playbooks, whose roles check the values).
+    type: bool
+    default: false
 extends_documentation_fragment:
   - bdp.wan_tune.attributes.action_controller
   - ansible.builtin.action_common_attributes

@@ -20,6 +20,7 @@ import yaml
 from ansible_collections.bdp.wan_tune.plugins.action import validate_inputs as vi
 from ansible_collections.bdp.wan_tune.plugins.module_utils import bdp, dropin, kmod, linkmtu
 from ansible_collections.bdp.wan_tune.plugins.module_utils import congestion
+from ansible_collections.bdp.wan_tune.plugins.plugin_utils import specs as specs_module
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 GOOD = {'rate': '1g', 'rtt': '98'}
@@ -53,7 +54,7 @@ def assert_message(message, name, value, accepted):
 
 def test_every_option_of_every_role_is_checked():
     specs = vi.load_specs()
-    for role in vi.ROLES:
+    for role in specs_module.ROLES:
         with open(os.path.join(ROOT, 'roles', role, 'meta', 'argument_specs.yml')) as handle:
             options = yaml.safe_load(handle)['argument_specs']['main']['options']
         for name in options:
@@ -78,7 +79,7 @@ def test_the_role_defaults_pass():
 @pytest.mark.parametrize('name', sorted(name for name, option in vi.load_specs().items() if option.get('type') != 'dict'))
 def test_every_variable_refuses_a_mapping_and_names_itself(name):
     message = only(check(play_peers=peers(('b', 'inventory name of host b')), **{name: {'x': 1}}))
-    shown = '(the value is not shown: it holds passwords)' if name in vi.SECRET_OPTIONS else '{x: 1}'
+    shown = '(the value is not shown: it holds passwords)' if specs_module.is_secret(vi.load_specs()[name]) else '{x: 1}'
     assert message.startswith('%s: %s is a mapping, not ' % (name, shown)), message
     assert '; expected ' in message
 
@@ -891,3 +892,24 @@ def test_the_tls_daemon_inputs_are_refused_by_name_and_the_ca_key_never_shown(tm
     message = only(vi.check_host(dict(GOOD, rsync_daemon_tls_senders=['rsync-a', 'ghost'], **base),
                                  inventory=['rsync-a', 'rsync-b']))
     assert message.startswith("rsync_daemon_tls_senders[1]: 'ghost' is not a host of the inventory"), message
+
+
+def test_action_refuses_an_undeclared_variable_of_the_namespaces():
+    result = run_action({'inventory_hostname': 'a', 'rate': '1g', 'rtt': '98', 'jumbo_mtu': 'true',
+                         'jumbo_mtu_value': '70000', 'my_own_var': 1})
+    assert result['failed'] is True
+    lines = result['msg'].splitlines()
+    assert lines[0] == 'Inputs of host a are not usable (2 problems):'
+    assert lines[1].startswith('- jumbo_mtu: no role or playbook of bdp.wan_tune declares this variable')
+    assert lines[2].startswith('- jumbo_mtu_value: ') and 'jumbo_mtu_target (or -e mtu=...)' in lines[2]
+    assert 'my_own_var' not in result['msg']
+
+
+def test_action_names_only_checks_the_names():
+    # the verify and migrate playbooks: their roles check the values
+    result = run_action({'inventory_hostname': 'a', 'tcp_buffers_flows': 'four', 'migrate_sources': '/data'},
+                        args={'names_only': True})
+    assert result['failed'] is True and 'migrate_sources: ' in result['msg'] and 'four' not in result['msg']
+    result = run_action({'inventory_hostname': 'a', 'migrate_source': '/data', 'verify_passed': True},
+                        args={'names_only': True})
+    assert result.get('failed') is not True, result
