@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Action plugin for ``bdp.wan_tune.rsync_daemon_config``: the passwords never become module arguments.
 
-The daemon's settings are the host's variables ``rsync_daemon_<key>`` for every key of module_utils/rsyncd.py
+The daemon's settings are the host's variables ``rsync_daemon_<key>`` for every key of module_utils/transfer/rsyncd.py
 SETTINGS (the one list), collected here, with the task's own ``settings`` over them.  The users ({name, password})
 are checked here (no password in any message), the secrets file (``user:password`` lines) is rendered here and
 handed to the module in a file (plugins/plugin_utils/secret_transfer.py).  The module receives the user names and
@@ -13,7 +13,7 @@ whatever characters it holds.
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.bdp.wan_tune.plugins.module_utils import rsyncd
+from ansible_collections.bdp.wan_tune.plugins.module_utils.transfer import rsyncd
 from ansible_collections.bdp.wan_tune.plugins.modules.rsync_daemon_config import ARGUMENT_SPEC
 from ansible_collections.bdp.wan_tune.plugins.plugin_utils import secret_transfer
 

@@ -10,9 +10,9 @@ refused, with the closest declared names.  A value
 from ``-e key=value`` is a string, so booleans and whole numbers are also taken as strings (``false``, ``4``), but
 only as the roles then read them: a boolean is what Ansible's ``bool`` filter takes (no spaces around it).  Every
 rule of meaning is the collection's one implementation, the one the role's filter or module applies to the same
-value: rate, RTT, headroom, flows, memory share and whole numbers through module_utils/bdp.py; the MTU, interface
-names and peers through module_utils/linkmtu.py (parse_mtu, check_ifname, parse_peer, as the link_mtu module checks
-them before it changes anything); the congestion control name through module_utils/kmod.py.  Their messages are
+value: rate, RTT, headroom, flows, memory share and whole numbers through module_utils/common/bdp.py; the MTU, interface
+names and peers through module_utils/mtu/linkmtu.py (parse_mtu, check_ifname, parse_peer, as the link_mtu module checks
+them before it changes anything); the congestion control name through module_utils/tuning/kmod.py.  Their messages are
 passed on as they are.  All problems of a host are reported together; nothing runs on the host.
 
 ``check_host()`` is the pure part: it takes the host's variables, already templated, and returns the problems.
@@ -27,15 +27,15 @@ import yaml
 from ansible.errors import AnsibleError
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.bdp.wan_tune.plugins.module_utils import bdp as _bdp
-from ansible_collections.bdp.wan_tune.plugins.module_utils import checks as _checks
-from ansible_collections.bdp.wan_tune.plugins.module_utils import kmod as _kmod
-from ansible_collections.bdp.wan_tune.plugins.module_utils import linkmtu as _linkmtu
-from ansible_collections.bdp.wan_tune.plugins.module_utils import pathprobe as _pathprobe
-from ansible_collections.bdp.wan_tune.plugins.module_utils import peers as _peers
-from ansible_collections.bdp.wan_tune.plugins.module_utils import hpnssh as _hpnssh
-from ansible_collections.bdp.wan_tune.plugins.module_utils import rsyncd as _rsyncd
-from ansible_collections.bdp.wan_tune.plugins.module_utils import rsynctls as _rsynctls
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import bdp as _bdp
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import checks as _checks
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import peers as _peers
+from ansible_collections.bdp.wan_tune.plugins.module_utils.mtu import linkmtu as _linkmtu
+from ansible_collections.bdp.wan_tune.plugins.module_utils.transfer import hpnssh as _hpnssh
+from ansible_collections.bdp.wan_tune.plugins.module_utils.transfer import rsyncd as _rsyncd
+from ansible_collections.bdp.wan_tune.plugins.module_utils.transfer import rsynctls as _rsynctls
+from ansible_collections.bdp.wan_tune.plugins.module_utils.tuning import kmod as _kmod
+from ansible_collections.bdp.wan_tune.plugins.module_utils.tuning import pathprobe as _pathprobe
 from ansible_collections.bdp.wan_tune.plugins.plugin_utils import specs as _specs
 from ansible_collections.bdp.wan_tune.plugins.plugin_utils import tls_ca as _tls_ca
 
@@ -483,7 +483,7 @@ def check_host(variables, tcp_buffers=True, jumbo_mtu=True, play_peers=None, spe
         elif not peers and values.get('jumbo_mtu_peers_from_play') is False:
             problems.append('jumbo_mtu_peers: no peers, and jumbo_mtu_peers_from_play is false, so the path cannot be '
                             'proven; expected a list of %s.' % _linkmtu.PEER_HELP)
-    # rsync_daemon: the role's own rules (module_utils/rsyncd.py: writable modules, paths, socket options, max
+    # rsync_daemon: the role's own rules (module_utils/transfer/rsyncd.py: writable modules, paths, socket options, max
     # connections, users), where the role runs with state present; they never show a password.
     # A host without modules is left alone by the role; an explicit rsync_daemon_state: present there is refused.
     rsync_modules = values.get('rsync_daemon_modules')
@@ -502,7 +502,7 @@ def check_host(variables, tcp_buffers=True, jumbo_mtu=True, play_peers=None, spe
                 found = [conflict for conflict in [_tls_ca.migration_conflict(
                     host, hostvars, inventory or [], sources)] if conflict]
             problems.extend(found)
-    # hpn_ssh: the role's own rules (module_utils/hpnssh.py: port 22, sources, files with checksums, repository keys).
+    # hpn_ssh: the role's own rules (module_utils/transfer/hpnssh.py: port 22, sources, files with checksums, repository keys).
     if values.get('hpn_ssh') and role_state('hpn_ssh') == 'present':
         settings = dict((var, values[var]) for var in raw if var.startswith('hpn_ssh_') and values.get(var) is not None)
         if len(settings) == len([var for var in raw if var.startswith('hpn_ssh_')]):

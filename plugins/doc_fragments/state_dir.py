@@ -5,7 +5,7 @@
 
 class ModuleDocFragment(object):
     """The option state_dir of a module that records what was there before its first change, so that its
-    state=absent puts it back (module_utils/files.py, STATE_DIR).  A module lists it as
+    state=absent puts it back (module_utils/common/files.py, STATE_DIR).  A module lists it as
 
         extends_documentation_fragment:
           - bdp.wan_tune.state_dir

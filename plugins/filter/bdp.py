@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, bdp.wan_tune contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters over the collection's unit parsing and BDP math (plugins/module_utils/bdp.py).
+"""Filters over the collection's unit parsing and BDP math (plugins/module_utils/common/bdp.py).
 
 Documentation lives in the .yml file of each filter beside this file.
 """
@@ -9,7 +9,7 @@ Documentation lives in the .yml file of each filter beside this file.
 from ansible.errors import AnsibleFilterError
 from ansible.utils.display import Display
 
-from ansible_collections.bdp.wan_tune.plugins.module_utils import bdp as _bdp
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import bdp as _bdp
 
 display = Display()
 

@@ -3,12 +3,12 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters of the hpn_ssh role: the package source, the input check and the configuration text.
 
-The logic is in plugins/module_utils/hpnssh.py; documentation lives in the .yml files beside this file.
+The logic is in plugins/module_utils/transfer/hpnssh.py; documentation lives in the .yml files beside this file.
 """
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.bdp.wan_tune.plugins.module_utils import hpnssh
+from ansible_collections.bdp.wan_tune.plugins.module_utils.transfer import hpnssh
 
 
 def hpn_ssh_plan(facts, source='auto', files=None, repository=None, server=True, client=True, packages=None):
@@ -37,7 +37,7 @@ def hpn_ssh_problems(values):
 
 
 def hpn_ssh_installed(results, requested, before, after):
-    """{'packages', 'dependencies'}: what the role installed and may remove again (module_utils/hpnssh.py)."""
+    """{'packages', 'dependencies'}: what the role installed and may remove again (module_utils/transfer/hpnssh.py)."""
     if not isinstance(results, (list, tuple)):
         results = [results]
     return hpnssh.packages_to_record(list(requested or []), hpnssh.reported_installs(list(results)),

@@ -8,7 +8,7 @@ Documentation lives in migrate_target.yml beside this file.
 
 import os
 
-from ansible_collections.bdp.wan_tune.plugins.module_utils import peers as _peers
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import peers as _peers
 from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import target as _target
 
 

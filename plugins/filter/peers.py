@@ -8,12 +8,12 @@ Documentation lives in peer_addresses.yml beside this file.
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.bdp.wan_tune.plugins.module_utils import peers as _peers
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import peers as _peers
 
 
 def peer_addresses(names, hostvars):
     """['b', '198.18.0.9'] -> ['198.18.0.2', '198.18.0.9']: an inventory host's address on the WAN path
-    (module_utils/peers.py), else the name."""
+    (module_utils/common/peers.py), else the name."""
     if isinstance(names, str):
         names = [names]
     if not isinstance(names, (list, tuple)):

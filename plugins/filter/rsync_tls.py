@@ -2,14 +2,14 @@
 # Copyright: (c) 2026, bdp.wan_tune contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The rsync daemon over TLS: its layout, the names of a certificate, how long to issue one, the outer gate's rules
-and the platforms it runs on, from module_utils/rsynctls.py (the one place of each rule).
+and the platforms it runs on, from module_utils/transfer/rsynctls.py (the one place of each rule).
 
 Documentation lives in the rsync_tls_*.yml files beside this file.
 """
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.bdp.wan_tune.plugins.module_utils import rsynctls
+from ansible_collections.bdp.wan_tune.plugins.module_utils.transfer import rsynctls
 
 
 def rsync_tls_layout(migration, sources=None, client_dir=rsynctls.CLIENT_DIR, ca_dir=rsynctls.CA_DIR, port=874):

@@ -8,7 +8,7 @@ Documentation lives in rsync_daemon_problems.yml beside this file.
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.bdp.wan_tune.plugins.module_utils import rsyncd
+from ansible_collections.bdp.wan_tune.plugins.module_utils.transfer import rsyncd
 from ansible_collections.bdp.wan_tune.plugins.plugin_utils import tls_ca
 
 

@@ -114,7 +114,7 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.bdp.wan_tune.plugins.module_utils import hpnssh
+from ansible_collections.bdp.wan_tune.plugins.module_utils.transfer import hpnssh
 
 
 def _run(module, argv):

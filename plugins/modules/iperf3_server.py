@@ -172,8 +172,8 @@ import socket
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.bdp.wan_tune.plugins.module_utils import checks
-from ansible_collections.bdp.wan_tune.plugins.module_utils import iperf3
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import checks
+from ansible_collections.bdp.wan_tune.plugins.module_utils.verify import iperf3
 
 PROC = '/proc'
 LISTEN = '0A'

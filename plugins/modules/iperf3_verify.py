@@ -344,11 +344,11 @@ import random
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.bdp.wan_tune.plugins.module_utils import bdp
-from ansible_collections.bdp.wan_tune.plugins.module_utils import checks
-from ansible_collections.bdp.wan_tune.plugins.module_utils import iperf3
-from ansible_collections.bdp.wan_tune.plugins.module_utils import sysctl
-from ansible_collections.bdp.wan_tune.plugins.module_utils import throughput
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import bdp
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import checks
+from ansible_collections.bdp.wan_tune.plugins.module_utils.tuning import sysctl
+from ansible_collections.bdp.wan_tune.plugins.module_utils.verify import iperf3
+from ansible_collections.bdp.wan_tune.plugins.module_utils.verify import throughput
 
 CPU_BUSY = 90.0            # percent of a core
 LOSS_HIGH = 0.001          # 0.1 % of segments retransmitted

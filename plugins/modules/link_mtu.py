@@ -259,15 +259,15 @@ import random
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.bdp.wan_tune.plugins.module_utils import checks
-from ansible_collections.bdp.wan_tune.plugins.module_utils import files
-from ansible_collections.bdp.wan_tune.plugins.module_utils import linkmtu
-from ansible_collections.bdp.wan_tune.plugins.module_utils import mtuplan
-from ansible_collections.bdp.wan_tune.plugins.module_utils import mtuproof
-from ansible_collections.bdp.wan_tune.plugins.module_utils import mtutimer
-from ansible_collections.bdp.wan_tune.plugins.module_utils import runlock
-from ansible_collections.bdp.wan_tune.plugins.module_utils import sysctl
-from ansible_collections.bdp.wan_tune.plugins.module_utils.record import Record
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import checks
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import files
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import runlock
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common.record import Record
+from ansible_collections.bdp.wan_tune.plugins.module_utils.mtu import linkmtu
+from ansible_collections.bdp.wan_tune.plugins.module_utils.mtu import mtuplan
+from ansible_collections.bdp.wan_tune.plugins.module_utils.mtu import mtuproof
+from ansible_collections.bdp.wan_tune.plugins.module_utils.mtu import mtutimer
+from ansible_collections.bdp.wan_tune.plugins.module_utils.tuning import sysctl
 
 STATE_FILE = 'jumbo_mtu.json'
 

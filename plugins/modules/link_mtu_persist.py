@@ -143,15 +143,15 @@ check_mode:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.bdp.wan_tune.plugins.module_utils import files
-from ansible_collections.bdp.wan_tune.plugins.module_utils import linkmtu
-from ansible_collections.bdp.wan_tune.plugins.module_utils import netconf
-from ansible_collections.bdp.wan_tune.plugins.module_utils import runlock
-from ansible_collections.bdp.wan_tune.plugins.module_utils.mtupersist import Backends, Detection
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import files
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import runlock
+from ansible_collections.bdp.wan_tune.plugins.module_utils.mtu import linkmtu
+from ansible_collections.bdp.wan_tune.plugins.module_utils.mtu import netconf
+from ansible_collections.bdp.wan_tune.plugins.module_utils.mtu.mtupersist import Backends, Detection
 
 
 class Persist(Detection, Backends):
-    """state=present and state=absent, from the pieces in module_utils/mtupersist.py."""
+    """state=present and state=absent, from the pieces in module_utils/mtu/mtupersist.py."""
 
     def present(self):
         recorded = self.record.originals()

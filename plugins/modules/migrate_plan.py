@@ -112,7 +112,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.bdp.wan_tune.plugins.module_utils import files as _files
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import files as _files
 from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import plan as _plan
 from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import runner as _runner
 from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import target as _target

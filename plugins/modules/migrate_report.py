@@ -71,7 +71,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.bdp.wan_tune.plugins.module_utils import files as _files
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import files as _files
 from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import report as _report
 
 

@@ -94,7 +94,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.bdp.wan_tune.plugins.module_utils import files as _files
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import files as _files
 from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import runner as _runner
 from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import unit as _unit
 

@@ -141,9 +141,9 @@ summary:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.bdp.wan_tune.plugins.module_utils import checks
-from ansible_collections.bdp.wan_tune.plugins.module_utils import files
-from ansible_collections.bdp.wan_tune.plugins.module_utils import pathprobe
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import checks
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import files
+from ansible_collections.bdp.wan_tune.plugins.module_utils.tuning import pathprobe
 
 
 def measure_peer(module, peer):

@@ -137,10 +137,10 @@ import uuid
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.bdp.wan_tune.plugins.module_utils import files
-from ansible_collections.bdp.wan_tune.plugins.module_utils import ipnet
-from ansible_collections.bdp.wan_tune.plugins.module_utils import rsyncd
-from ansible_collections.bdp.wan_tune.plugins.module_utils import rsynctls
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import files
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import ipnet
+from ansible_collections.bdp.wan_tune.plugins.module_utils.transfer import rsyncd
+from ansible_collections.bdp.wan_tune.plugins.module_utils.transfer import rsynctls
 
 
 def greeting(host, port, timeout):

@@ -38,7 +38,7 @@ options:
       - The daemon's settings, keyed as the role's variables without the prefix C(rsync_daemon_), for example
         C(modules) for C(rsync_daemon_modules); P(bdp.wan_tune.rsync_daemon#role) documents each. The action plugin
         takes every one that is not given here from the host's variable (the list is C(SETTINGS) in
-        C(module_utils/rsyncd.py)), so the role passes none.
+        C(module_utils/transfer/rsyncd.py)), so the role passes none.
       - The passwords of C(users) (V({name, password})) are checked on the controller and written into the secrets
         file there; the module receives the user names only, and refuses a password.
     type: dict
@@ -181,8 +181,8 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.bdp.wan_tune.plugins.module_utils import files
-from ansible_collections.bdp.wan_tune.plugins.module_utils import rsyncd
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import files
+from ansible_collections.bdp.wan_tune.plugins.module_utils.transfer import rsyncd
 
 RECORD = 'rsync_daemon.json'
 SECRETS_SHOWN = '(the secrets file: %d users; its content is not shown)\n'

@@ -153,9 +153,9 @@ import shutil
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.bdp.wan_tune.plugins.module_utils import files
-from ansible_collections.bdp.wan_tune.plugins.module_utils import rsynctls as tls
-from ansible_collections.bdp.wan_tune.plugins.module_utils import runlock
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import files
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import runlock
+from ansible_collections.bdp.wan_tune.plugins.module_utils.transfer import rsynctls as tls
 
 SERVER_RECORD = 'rsync_daemon_tls.json'
 CLIENT_RECORD = 'rsync_daemon_tls_client.json'

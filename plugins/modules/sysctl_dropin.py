@@ -94,7 +94,7 @@ options:
   congestion:
     description:
       - With O(state=present), first run a M(bdp.wan_tune.tcp_congestion) request with O(bdp.wan_tune.tcp_congestion#module:state=available)
-        in the same execution, with its engine (C(plugins/module_utils/congestion.py), one implementation for both
+        in the same execution, with its engine (C(plugins/module_utils/tuning/congestion.py), one implementation for both
         modules) - the kernel (modules, fq on the interfaces), the default congestion control and qdisc in its own
         drop-in file O(congestion.sysctl_file), and the live-socket check with O(congestion.verify). Then this
         module's own file is written. Check mode, diff and the rollback of each file on failure are those of the two
@@ -148,7 +148,7 @@ options:
       - With O(memory_guard.fit_tcp_mem=true), C(net.ipv4.tcp_mem) is raised so the flows fit, through this same file
         as a floor key (never lowered below the host's value, recorded and restored by O(state=absent)). It is a
         host-wide key; in a container it is read-only and skipped with a warning like every other host key.
-      - The arithmetic is C(memory_plan) in C(plugins/module_utils/bdp.py); see docs/bdp.md, Memory guard.
+      - The arithmetic is C(memory_plan) in C(plugins/module_utils/common/bdp.py); see docs/bdp.md, Memory guard.
     type: dict
     suboptions:
       flows:
@@ -334,8 +334,9 @@ memory:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.bdp.wan_tune.plugins.module_utils import congestion, files, runlock
-from ansible_collections.bdp.wan_tune.plugins.module_utils.dropin import DropIn
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import files, runlock
+from ansible_collections.bdp.wan_tune.plugins.module_utils.tuning import congestion
+from ansible_collections.bdp.wan_tune.plugins.module_utils.tuning.dropin import DropIn
 
 
 def run_congestion(module):

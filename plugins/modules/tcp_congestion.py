@@ -20,7 +20,7 @@ description:
   - With O(sysctl_file), the same run then makes O(algorithm) the default congestion control, and O(qdisc) the
     default qdisc where the kernel has it (C(net.ipv4.tcp_congestion_control), C(net.core.default_qdisc)), through
     that drop-in file with the engine of M(bdp.wan_tune.sysctl_dropin) (one implementation, in
-    C(plugins/module_utils/dropin.py)), which writes it, applies each key live, reads it back, rolls back on failure
+    C(plugins/module_utils/tuning/dropin.py)), which writes it, applies each key live, reads it back, rolls back on failure
     and records what the host had for O(bdp.wan_tune.sysctl_dropin#module:state=absent). With O(verify=true) it then
     checks a live socket as O(state=verified) does, unless the congestion control was skipped (a container whose host does not allow it).
     So the P(bdp.wan_tune.bbr#role) role makes one module execution per host (docs/fleet.md).
@@ -200,7 +200,8 @@ overrides:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.bdp.wan_tune.plugins.module_utils import congestion, files, runlock
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import files, runlock
+from ansible_collections.bdp.wan_tune.plugins.module_utils.tuning import congestion
 
 
 def main():

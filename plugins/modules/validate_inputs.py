@@ -37,7 +37,7 @@ description:
     around the word is refused, as C(| bool) reads V(yes) with a space before it as false. Whole numbers written as strings
     are accepted where a number is.
   - Where C(rsync_daemon) or C(hpn_ssh) is true, the transport role's own rules run too, with the code the role runs
-    (C(module_utils/rsyncd.py), C(module_utils/hpnssh.py)), for example no anonymous writable rsync module, no module path under
+    (C(module_utils/transfer/rsyncd.py), C(module_utils/transfer/hpnssh.py)), for example no anonymous writable rsync module, no module path under
     C(/usr), C(/etc) or C(/boot), no C(SO_SNDBUF)/C(SO_RCVBUF) socket options, HPN-SSH never on port 22, package
     files and repositories complete. The value of an option marked C(no_log) in its specification
     (C(rsync_daemon_users), C(rsync_daemon_tls_ca_key)) is never shown.

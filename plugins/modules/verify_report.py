@@ -134,8 +134,8 @@ import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.bdp.wan_tune.plugins.module_utils import files
-from ansible_collections.bdp.wan_tune.plugins.module_utils import verify_report as report
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import files
+from ansible_collections.bdp.wan_tune.plugins.module_utils.verify import verify_report as report
 
 
 def load_runs(directory):

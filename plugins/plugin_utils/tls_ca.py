@@ -14,7 +14,7 @@ import datetime
 import os
 import stat
 
-from ansible_collections.bdp.wan_tune.plugins.module_utils import rsynctls
+from ansible_collections.bdp.wan_tune.plugins.module_utils.transfer import rsynctls
 
 try:
     from cryptography import x509

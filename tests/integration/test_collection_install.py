@@ -45,17 +45,17 @@ CLUTTER = {
     '.venv/bin/marker': 'x\n',
     'tests/output/junit.xml': '<x/>\n',
     '.pytest_cache/v/cache/lastfailed': '{}\n',
-    'plugins/module_utils/__pycache__/bdp.cpython-311.pyc': 'x\n',
+    'plugins/module_utils/common/__pycache__/bdp.cpython-311.pyc': 'x\n',
     'bdp-wan_tune-0.0.9.tar.gz': 'x\n',
     'ee-build/context/Containerfile': 'FROM x\n',
 }
 # Directories that hold only clutter (or, for tests/, nothing an installed collection uses).
 CLUTTER_DIRS = ('inventory', 'results', '.cache', '.venv', 'tests', '.pytest_cache', 'ee-build',
-                'plugins/module_utils/__pycache__')
+                'plugins/module_utils/common/__pycache__')
 # Files the collection cannot work without: each must be in the tarball and in the installed copy.
 REQUIRED = ('MANIFEST.json', 'FILES.json', 'README.md', 'meta/runtime.yml', 'playbooks/wan_tune.yml',
             'playbooks/verify.yml', 'playbooks/tasks/canary.yml', 'plugins/action/validate_inputs.py',
-            'plugins/module_utils/bdp.py', 'plugins/modules/sysctl_dropin.py', 'roles/tcp_buffers/tasks/main.yml',
+            'plugins/module_utils/common/bdp.py', 'plugins/modules/sysctl_dropin.py', 'roles/tcp_buffers/tasks/main.yml',
             'roles/bbr/meta/argument_specs.yml', 'roles/verify/tasks/main.yml', 'docs/roles.md')
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason='previews the roles on the controller: needs root')

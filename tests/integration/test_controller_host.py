@@ -215,7 +215,7 @@ def test_rtt_auto_measures_records_and_rolls_back(host):
 HOLDER = r'''
 import sys
 sys.path.insert(0, sys.argv[1])
-from ansible_collections.bdp.wan_tune.plugins.module_utils import runlock
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import runlock
 fd = runlock.acquire(sys.argv[2], 'the test holder')
 print('held', flush=True)
 sys.stdin.read()                # until the test closes stdin

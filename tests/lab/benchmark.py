@@ -9,7 +9,7 @@ tuned for several rate/RTT pairs. Writes results.json, benchmarks.md and benchma
 
 Every run is one single-stream iperf3 test between the two lab hosts (bare network namespaces:
 the kernel's TCP is the same as in containers, and they start in 0.2 s). Tuned buffers are
-the ones the tcp_buffers role computes (module_utils/bdp.buffer_plan), set with sysctl; the
+the ones the tcp_buffers role computes (module_utils/common/bdp.buffer_plan), set with sysctl; the
 demonstration (make demo) is what proves the playbook itself.
 """
 
@@ -25,7 +25,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import wanlab  # noqa: E402  pylint: disable=wrong-import-position
 
-from ansible_collections.bdp.wan_tune.plugins.module_utils import bdp, throughput  # noqa: E402
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import bdp  # noqa: E402
+from ansible_collections.bdp.wan_tune.plugins.module_utils.verify import throughput  # noqa: E402
 
 STOCK_RMEM = '4096 131072 6291456'
 STOCK_WMEM = '4096 16384 4194304'

@@ -22,7 +22,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import wanlab  # noqa: E402  pylint: disable=wrong-import-position
 
-from ansible_collections.bdp.wan_tune.plugins.module_utils import bdp, throughput  # noqa: E402
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import bdp  # noqa: E402
+from ansible_collections.bdp.wan_tune.plugins.module_utils.verify import throughput  # noqa: E402
 
 ROOT = wanlab.REPO_ROOT
 PLAYBOOK = os.path.join(ROOT, 'playbooks', 'wan_tune.yml')

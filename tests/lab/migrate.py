@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import wanlab  # noqa: E402  pylint: disable=wrong-import-position
 import transfer  # noqa: E402  pylint: disable=wrong-import-position
 
-from ansible_collections.bdp.wan_tune.plugins.module_utils import bdp  # noqa: E402
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import bdp  # noqa: E402
 from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import target as _target  # noqa: E402
 
 PLAYBOOK = os.path.join(wanlab.REPO_ROOT, 'playbooks', 'migrate.yml')

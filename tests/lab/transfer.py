@@ -31,8 +31,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import wanlab  # noqa: E402  pylint: disable=wrong-import-position
 import demo  # noqa: E402  pylint: disable=wrong-import-position
 
-from ansible_collections.bdp.wan_tune.plugins.module_utils import bdp  # noqa: E402
-from ansible_collections.bdp.wan_tune.plugins.module_utils import rsynctls  # noqa: E402
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import bdp  # noqa: E402
+from ansible_collections.bdp.wan_tune.plugins.module_utils.transfer import rsynctls  # noqa: E402
 
 ROOT = wanlab.REPO_ROOT
 RESULTS = os.path.join(ROOT, 'results')
@@ -72,7 +72,7 @@ MODULE = 'xfer'
 RSYNC_USER = 'xfer'
 PASSWORD_FILE = '/root/.xfer-rsync.pass'
 TLS_PORT = 874
-# The lab's migration, and where the rsync_daemon role puts its files (module_utils/rsynctls.py layout, the one place):
+# The lab's migration, and where the rsync_daemon role puts its files (module_utils/transfer/rsynctls.py layout, the one place):
 # the role's own stunnel instance on B (it starts rsync for each connection), A's trust anchor, certificate and key.
 TLS_MIGRATION = 'transfer-lab'
 TLS = rsynctls.layout(TLS_MIGRATION, port=TLS_PORT)

@@ -58,7 +58,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import collection_path  # noqa: E402  pylint: disable=wrong-import-position
 
 collection_path.ensure_importable()
-from ansible_collections.bdp.wan_tune.plugins.module_utils import bdp, iperf3, sysctl  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import bdp  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.bdp.wan_tune.plugins.module_utils.tuning import sysctl  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.bdp.wan_tune.plugins.module_utils.verify import iperf3  # noqa: E402  pylint: disable=wrong-import-position
 
 PREFIX = 'bdp-lab'
 DEFAULT_NAME = 'bdp-lab'
@@ -1339,7 +1341,7 @@ class Lab(object):
         return status(self.name, self.state_dir)
 
     def iperf3(self, seconds=15, omit=3, extra=(), port=5201, server='B', client='A'):
-        """Single-stream iperf3 from ``client`` to ``server``: module_utils/iperf3.summarize() figures
+        """Single-stream iperf3 from ``client`` to ``server``: module_utils/verify/iperf3.summarize() figures
         (receiver_bps, retransmits, mean_rtt_ms, congestion, ...) plus the raw result under 'json'."""
         server = _canonical_host(server)
         client = _canonical_host(client)

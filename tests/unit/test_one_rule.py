@@ -43,16 +43,16 @@ Rule = collections.namedtuple('Rule', 'name kind pattern home context unless fil
 Rule.__new__.__defaults__ = (None, None, PY)
 
 RULES = (
-    Rule('the TCP port bound 65535 (module_utils/checks.py PORT_MAX)', 'number', r'65535',
-         'plugins/module_utils/checks.py', unless=r'(?i)mtu'),
+    Rule('the TCP port bound 65535 (module_utils/common/checks.py PORT_MAX)', 'number', r'65535',
+         'plugins/module_utils/common/checks.py', unless=r'(?i)mtu'),
     Rule('the TCP port range in words (checks.port_help)', 'text', r'\b1 ?(to|\.\.|-) ?65535\b', None),
-    Rule('the stream bound 128 (module_utils/checks.py STREAMS_MAX)', 'number', r'128',
-         'plugins/module_utils/checks.py', context=r'(?i)stream|parallel'),
+    Rule('the stream bound 128 (module_utils/common/checks.py STREAMS_MAX)', 'number', r'128',
+         'plugins/module_utils/common/checks.py', context=r'(?i)stream|parallel'),
     Rule('the stream range in words (checks.streams_help)', 'text', r'\b1 to 128\b', None),
-    Rule('the boolean help text (module_utils/bdp.py BOOL_HELP)', 'text', r'true or false \(also yes/no',
-         'plugins/module_utils/bdp.py'),
-    Rule('the list of rsync settings (module_utils/rsyncd.py SETTINGS)', 'line', RSYNC_SEQUENCE,
-         'plugins/module_utils/rsyncd.py', files=RSYNC_FILES),
+    Rule('the boolean help text (module_utils/common/bdp.py BOOL_HELP)', 'text', r'true or false \(also yes/no',
+         'plugins/module_utils/common/bdp.py'),
+    Rule('the list of rsync settings (module_utils/transfer/rsyncd.py SETTINGS)', 'line', RSYNC_SEQUENCE,
+         'plugins/module_utils/transfer/rsyncd.py', files=RSYNC_FILES),
     Rule('an rsync setting handed on by name (the action plugin reads them by rsyncd.SETTINGS)', 'line',
          RSYNC_FORWARD, None, files=RSYNC_FILES),
 )
@@ -148,8 +148,8 @@ HOME_RSYNCD = "SETTINGS = ('modules', 'users', 'address', 'port')\n"
 
 
 def _tree(tmp_path, extra):
-    for rel, text in dict({'plugins/module_utils/checks.py': HOME_CHECKS, 'plugins/module_utils/bdp.py': HOME_BDP,
-                           'plugins/module_utils/rsyncd.py': HOME_RSYNCD}, **extra).items():
+    for rel, text in dict({'plugins/module_utils/common/checks.py': HOME_CHECKS, 'plugins/module_utils/common/bdp.py': HOME_BDP,
+                           'plugins/module_utils/transfer/rsyncd.py': HOME_RSYNCD}, **extra).items():
         path = tmp_path / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding='utf-8')
@@ -162,12 +162,12 @@ def test_the_homes_alone_pass(tmp_path):
 
 @pytest.mark.parametrize('source, rule, place, home', [
     ('import os\n\n\ndef ok(port):\n    return 1 <= port <= 65535\n', 'TCP port bound',
-     'plugins/modules/fake.py:5', 'plugins/module_utils/checks.py:1'),
+     'plugins/modules/fake.py:5', 'plugins/module_utils/common/checks.py:1'),
     ("HELP = 'a port from 1 to 65535'\n", 'TCP port range in words', 'plugins/modules/fake.py:1', 'module_utils'),
     ("CHECKS = (('parallel', 1, 128),)\n", 'stream bound 128', 'plugins/modules/fake.py:1',
-     'plugins/module_utils/checks.py:2'),
+     'plugins/module_utils/common/checks.py:2'),
     ("\n\nBOOL = 'expected true or false (also yes/no, on/off or 1/0)'\n", 'boolean help text',
-     'plugins/modules/fake.py:3', 'plugins/module_utils/bdp.py:1'),
+     'plugins/modules/fake.py:3', 'plugins/module_utils/common/bdp.py:1'),
 ])
 def test_a_second_copy_fails_with_its_place(tmp_path, source, rule, place, home):
     problems = copies(root=_tree(tmp_path, {'plugins/modules/fake.py': source}))
@@ -189,14 +189,14 @@ def test_other_facts_and_documentation_pass(tmp_path, source):
 
 
 def test_a_home_that_lost_its_rule_fails(tmp_path):
-    root = _tree(tmp_path, {'plugins/module_utils/checks.py': 'PORT_MAX = 65534\nSTREAMS_MAX = 128\n'})
-    assert copies(root=root) == ['the TCP port bound 65535 (module_utils/checks.py PORT_MAX): not found in its '
-                                 'home plugins/module_utils/checks.py (moved? update RULES)']
+    root = _tree(tmp_path, {'plugins/module_utils/common/checks.py': 'PORT_MAX = 65534\nSTREAMS_MAX = 128\n'})
+    assert copies(root=root) == ['the TCP port bound 65535 (module_utils/common/checks.py PORT_MAX): not found in its '
+                                 'home plugins/module_utils/common/checks.py (moved? update RULES)']
 
 
 @pytest.mark.parametrize('rel, source, rule, place, home', [
     ('plugins/action/fake.py', "KEYS = ['rsync_daemon_modules', 'rsync_daemon_users', 'rsync_daemon_port']\n",
-     'list of rsync settings', 'plugins/action/fake.py:1', 'plugins/module_utils/rsyncd.py:1'),
+     'list of rsync settings', 'plugins/action/fake.py:1', 'plugins/module_utils/transfer/rsyncd.py:1'),
     ('roles/rsync_daemon/tasks/present.yml', '- x:\n    users: "{{ rsync_daemon_users }}"\n',
      'rsync setting handed on by name', 'roles/rsync_daemon/tasks/present.yml:2', 'module_utils'),
 ])
@@ -227,7 +227,7 @@ def _options(role):
     ('rsync_daemon', 'rsync_daemon_tls_port', ('PORT_MIN', 'PORT_MAX')),
 ])
 def test_argument_specs_say_the_bounds_of_module_utils(role, option, bounds):
-    from ansible_collections.bdp.wan_tune.plugins.module_utils import checks
+    from ansible_collections.bdp.wan_tune.plugins.module_utils.common import checks
     words = '%d to %d' % tuple(getattr(checks, name) for name in bounds)
     description = _options(role)[option]['description']
     description = ' '.join(description) if isinstance(description, list) else description

@@ -15,7 +15,7 @@ import jinja2
 import pytest
 import yaml
 
-from ansible_collections.bdp.wan_tune.plugins.module_utils import rsynctls
+from ansible_collections.bdp.wan_tune.plugins.module_utils.transfer import rsynctls
 
 VARS = os.path.join(os.path.dirname(__file__), '..', '..', 'roles', 'rsync_daemon', 'vars', 'main.yml')
 STAND_IN = '''#!/bin/sh

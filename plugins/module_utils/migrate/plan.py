@@ -12,7 +12,7 @@ import heapq
 import math
 import os
 
-from ansible_collections.bdp.wan_tune.plugins.module_utils.bdp import human_bytes, human_rate
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common.bdp import human_bytes, human_rate
 
 # The number of streams when migrate_streams is auto (docs/migration.md, "How many streams"): one stream fills a
 # tuned path up to what one TLS relay carries on one core (STREAM_BPS); more streams only for a faster path, or for a

@@ -12,7 +12,7 @@ import html
 import json
 import time
 
-from ansible_collections.bdp.wan_tune.plugins.module_utils.bdp import human_bytes, human_rate
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common.bdp import human_bytes, human_rate
 
 SCHEMA = 1
 GB = 10 ** 9

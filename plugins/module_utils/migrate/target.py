@@ -7,9 +7,9 @@ role's), checked on the controller before anything moves.  Pure functions.
 
 import re
 
-from ansible_collections.bdp.wan_tune.plugins.module_utils import rsyncd
-from ansible_collections.bdp.wan_tune.plugins.module_utils import rsynctls
-from ansible_collections.bdp.wan_tune.plugins.module_utils.bdp import read_whole
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common.bdp import read_whole
+from ansible_collections.bdp.wan_tune.plugins.module_utils.transfer import rsyncd
+from ansible_collections.bdp.wan_tune.plugins.module_utils.transfer import rsynctls
 
 ACTIONS = ('run', 'status', 'stop')
 TRANSPORTS = ('tls', 'plain')

@@ -35,7 +35,7 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.p
 sys.path.insert(0, os.path.join(REPO_ROOT, 'tests', 'lab'))
 
 import wanlab  # noqa: E402  pylint: disable=wrong-import-position,import-error
-from ansible_collections.bdp.wan_tune.plugins.module_utils import bdp  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import bdp  # noqa: E402  pylint: disable=wrong-import-position
 
 A_IP = bytes([198, 18, 0, 1])
 B_IP = bytes([198, 18, 0, 2])

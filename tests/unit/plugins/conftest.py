@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from ansible_collections.bdp.wan_tune.plugins.module_utils import sysctl
+from ansible_collections.bdp.wan_tune.plugins.module_utils.tuning import sysctl
 
 
 class FakeProc(object):

@@ -18,8 +18,10 @@ import pytest
 import yaml
 
 from ansible_collections.bdp.wan_tune.plugins.action import validate_inputs as vi
-from ansible_collections.bdp.wan_tune.plugins.module_utils import bdp, dropin, kmod, linkmtu
-from ansible_collections.bdp.wan_tune.plugins.module_utils import congestion
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import bdp
+from ansible_collections.bdp.wan_tune.plugins.module_utils.mtu import linkmtu
+from ansible_collections.bdp.wan_tune.plugins.module_utils.tuning import dropin, kmod
+from ansible_collections.bdp.wan_tune.plugins.module_utils.tuning import congestion
 from ansible_collections.bdp.wan_tune.plugins.plugin_utils import specs as specs_module
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
@@ -714,7 +716,7 @@ def test_action_takes_the_peers_from_the_other_hosts():
 
 
 def test_action_reads_the_peers_in_the_order_of_the_peer_addresses_filter():
-    # module_utils/peers.py: wan_address before jumbo_mtu_address before ansible_host (an empty one is not set)
+    # module_utils/common/peers.py: wan_address before jumbo_mtu_address before ansible_host (an empty one is not set)
     hostvars = {'a': {}, 'b': {'wan_address': 'bad wan', 'jumbo_mtu_address': '198.18.0.2', 'ansible_host': '10.0.0.2'},
                 'c': {'wan_address': '', 'ansible_host': 'bad host'}}
     result = run_action({'inventory_hostname': 'a', 'rate': '1g', 'rtt': '98', 'mtu': '9000',

@@ -10,7 +10,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.bdp.wan_tune.plugins.filter import bdp as bdp_filter
-from ansible_collections.bdp.wan_tune.plugins.module_utils import bdp as bdp_utils
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import bdp as bdp_utils
 
 
 @pytest.fixture

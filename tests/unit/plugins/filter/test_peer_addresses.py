@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, bdp.wan_tune contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The peer_addresses filter (plugins/filter/peers.py) and the order it takes from module_utils/peers.py."""
+"""The peer_addresses filter (plugins/filter/peers.py) and the order it takes from module_utils/common/peers.py."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.bdp.wan_tune.plugins.filter import peers
-from ansible_collections.bdp.wan_tune.plugins.module_utils import peers as peer_rule
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import peers as peer_rule
 
 HOSTVARS = {
     'a': {'ansible_host': '10.0.0.1', 'wan_address': '198.18.0.1'},

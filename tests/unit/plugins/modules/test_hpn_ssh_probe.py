@@ -15,7 +15,7 @@ import shutil
 import pytest
 
 from ansible_collections.bdp.wan_tune.plugins.modules import hpn_ssh_probe
-from ansible_collections.bdp.wan_tune.plugins.module_utils import hpnssh
+from ansible_collections.bdp.wan_tune.plugins.module_utils.transfer import hpnssh
 
 SSH = shutil.which('ssh')
 

@@ -14,9 +14,9 @@ import socket
 import pytest
 
 from ansible.module_utils import basic
-from ansible_collections.bdp.wan_tune.plugins.module_utils import mtuplan
-from ansible_collections.bdp.wan_tune.plugins.module_utils import mtuproof
-from ansible_collections.bdp.wan_tune.plugins.module_utils import mtutimer
+from ansible_collections.bdp.wan_tune.plugins.module_utils.mtu import mtuplan
+from ansible_collections.bdp.wan_tune.plugins.module_utils.mtu import mtuproof
+from ansible_collections.bdp.wan_tune.plugins.module_utils.mtu import mtutimer
 from ansible_collections.bdp.wan_tune.plugins.modules import link_mtu
 
 

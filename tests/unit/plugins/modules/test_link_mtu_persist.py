@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from ansible.module_utils import basic
-from ansible_collections.bdp.wan_tune.plugins.module_utils import netconf
+from ansible_collections.bdp.wan_tune.plugins.module_utils.mtu import netconf
 from ansible_collections.bdp.wan_tune.plugins.modules import link_mtu_persist
 
 LINKS = [

@@ -13,7 +13,7 @@ import socket
 import pytest
 
 from ansible.module_utils import basic
-from ansible_collections.bdp.wan_tune.plugins.module_utils import pathprobe
+from ansible_collections.bdp.wan_tune.plugins.module_utils.tuning import pathprobe
 from ansible_collections.bdp.wan_tune.plugins.modules import path_probe
 
 

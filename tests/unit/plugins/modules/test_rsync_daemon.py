@@ -11,7 +11,7 @@ import shutil
 
 import pytest
 
-from ansible_collections.bdp.wan_tune.plugins.module_utils import rsyncd
+from ansible_collections.bdp.wan_tune.plugins.module_utils.transfer import rsyncd
 from ansible_collections.bdp.wan_tune.plugins.modules import rsync_daemon_check
 from ansible_collections.bdp.wan_tune.plugins.modules import rsync_daemon_config
 

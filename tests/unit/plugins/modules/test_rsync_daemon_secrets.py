@@ -21,7 +21,7 @@ import pytest
 from ansible.module_utils import basic
 
 from ansible_collections.bdp.wan_tune.plugins.action import rsync_daemon_config as action_plugin
-from ansible_collections.bdp.wan_tune.plugins.module_utils import rsyncd
+from ansible_collections.bdp.wan_tune.plugins.module_utils.transfer import rsyncd
 from ansible_collections.bdp.wan_tune.plugins.modules import rsync_daemon_check
 from ansible_collections.bdp.wan_tune.plugins.modules import rsync_daemon_config
 

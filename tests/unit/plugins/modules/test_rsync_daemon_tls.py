@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from ansible_collections.bdp.wan_tune.plugins.module_utils import rsynctls
+from ansible_collections.bdp.wan_tune.plugins.module_utils.transfer import rsynctls
 from ansible_collections.bdp.wan_tune.plugins.modules import rsync_daemon_tls
 
 BEGIN, END = '# ' + rsynctls.WRAP_MARK_BEGIN, '# ' + rsynctls.WRAP_MARK_END

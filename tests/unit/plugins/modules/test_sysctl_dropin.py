@@ -12,7 +12,7 @@ import stat
 
 import pytest
 
-from ansible_collections.bdp.wan_tune.plugins.module_utils import dropin as dropin_utils, sysctl
+from ansible_collections.bdp.wan_tune.plugins.module_utils.tuning import dropin as dropin_utils, sysctl
 from ansible_collections.bdp.wan_tune.plugins.modules import sysctl_dropin
 
 RELEASE = os.uname()[2]
@@ -1036,7 +1036,7 @@ SETTINGS = [{'key': 'net.core.rmem_max', 'value': 49000000, 'floor': True}]
 
 def fake_congestion(monkeypatch, seen, result=None, fail=None):
     """congestion.run replaced: records the module as the engine saw it; returns ``result`` or fails with ``fail``."""
-    from ansible_collections.bdp.wan_tune.plugins.module_utils import congestion
+    from ansible_collections.bdp.wan_tune.plugins.module_utils.tuning import congestion
 
     def run(module, state):
         seen.append((dict(module.params), state, module.check_mode))

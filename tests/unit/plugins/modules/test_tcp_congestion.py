@@ -1,10 +1,10 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, bdp.wan_tune contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""tcp_congestion (its engine, module_utils/congestion.py): route parsing, name validation, available() and absent() against a fake kernel and a fake tc
+"""tcp_congestion (its engine, module_utils/tuning/congestion.py): route parsing, name validation, available() and absent() against a fake kernel and a fake tc
 that model real qdisc trees, and state=verified against the real loopback (the only place the real kernel is used;
-nothing is changed). kmod.kernel_config has its own tests in module_utils/test_kmod.py, the qdisc trees in
-module_utils/test_qdisc.py."""
+nothing is changed). kmod.kernel_config has its own tests in module_utils/tuning/test_kmod.py, the qdisc trees in
+module_utils/tuning/test_qdisc.py."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ import sys
 import pytest
 import yaml
 
-from ansible_collections.bdp.wan_tune.plugins.module_utils import congestion, files, kmod
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import files
+from ansible_collections.bdp.wan_tune.plugins.module_utils.tuning import congestion, kmod
 from ansible_collections.bdp.wan_tune.plugins.modules import tcp_congestion
 
 FAKE_RELEASE = '6.1.0-28-amd64'

@@ -16,7 +16,7 @@ import subprocess
 
 import pytest
 
-from ansible_collections.bdp.wan_tune.plugins.module_utils import verify_report as report
+from ansible_collections.bdp.wan_tune.plugins.module_utils.verify import verify_report as report
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                         'fixtures', 'verify')

@@ -2,7 +2,7 @@
 # Copyright: (c) 2026, bdp.wan_tune contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The migration CA as the controller reads it before any host changes (plugin_utils/tls_ca.py), and the TLS rules
-of module_utils/rsynctls.py: the layout, the migration's name, the names of a certificate, how long one is issued,
+of module_utils/transfer/rsynctls.py: the layout, the migration's name, the names of a certificate, how long one is issued,
 the senders to issue for, the outer gate's marks and the platforms.  The CAs here are made by the cryptography
 library in the test; the collection makes its own with community.crypto (Molecule rsync_daemon)."""
 
@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from ansible_collections.bdp.wan_tune.plugins.module_utils import rsynctls
+from ansible_collections.bdp.wan_tune.plugins.module_utils.transfer import rsynctls
 from ansible_collections.bdp.wan_tune.plugins.plugin_utils import tls_ca
 
 

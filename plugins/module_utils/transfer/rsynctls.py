@@ -1,0 +1,577 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, bdp.wan_tune contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The rsync daemon over TLS: its layout, the rules of its inputs, and the checks that prove it on the host.
+
+Shared by the filters (``rsync_daemon_problems``, ``rsync_tls_layout``), the action plugin ``validate_inputs`` (on
+the controller, before any host changes) and the modules ``rsync_daemon_tls`` and ``rsync_daemon_check`` (on the
+host).  The keys, requests and certificates themselves are made by community.crypto (roles/rsync_daemon/tasks).
+
+The design, as rsync-ssl(1) "THE SERVER SIDE" describes it: stunnel accepts TLS on the TLS port (874) and starts rsync
+for each connection in exec mode, so with transport ``tls`` nothing listens on 873.  stunnel starts rsync in
+daemon-over-remote-shell mode (``rsync --server --daemon .``) and sets ``REMOTE_HOST`` to the client's address, which
+rsync reads in that mode (clientname.c), so every module's own ``hosts allow`` holds for the real source (measured:
+a module listing only 127.0.0.1 refuses 127.0.0.2 behind stunnel).  In front of that, two gates before any byte
+reaches rsync: libwrap (``libwrap = yes``; a block of the collection's own in /etc/hosts.allow admits the union of
+the modules' sources for the service ``bdp-rsync-tls`` only), and the client's certificate, which must chain to the
+migration's CA and carry clientAuth (``verifyChain``, ``requireCert``; OpenSSL checks the purpose).
+
+One migration, one trust domain: the CA lives on the controller in ``<ca_dir>/<migration>/``, a sender keeps its
+files for each migration in ``<client_dir>/<migration>/``, receivers hold serverAuth-only certificates, senders
+clientAuth-only ones, and a receiver proves its own daemon with a client identity of its own (``self.crt``).
+"""
+
+import hashlib
+import ipaddress
+import os
+import re
+import shutil
+import socket
+import ssl
+import tempfile
+import uuid
+
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import checks
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common.bdp import read_whole
+from ansible_collections.bdp.wan_tune.plugins.module_utils.transfer.rsyncd import Problems
+
+# The TLS settings (the role's variables rsync_daemon_<key>) that check() and plugin_utils/tls_ca.py problems() read,
+# besides the daemon's port (rsyncd.SETTINGS).
+SETTINGS = ('transport', 'tls_port', 'tls_names', 'tls_days', 'tls_ca_cert', 'tls_ca_key', 'tls_ca_dir',
+            'tls_migration', 'tls_senders')
+TRANSPORTS = ('tls', 'plain', 'both')
+TRANSPORT_HELP = ('tls (default: stunnel on the TLS port in front of rsync, nothing on the plain port), plain (the '
+                  'cleartext daemon only) or both')
+# TLS 1.3 suites, and for TLS 1.2 only ECDHE with AEAD ciphers (no CBC, no RSA key exchange).
+CIPHERSUITES = 'TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256:TLS_AES_128_GCM_SHA256'
+CIPHERS_TLS12 = ('ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-ECDSA-AES128-GCM-SHA256:'
+                 'ECDHE-RSA-AES256-GCM-SHA384:ECDHE-RSA-CHACHA20-POLY1305:ECDHE-RSA-AES128-GCM-SHA256')
+
+# ----------------------------------------------------------------------------- the layout, the one place of it
+# The role (vars/main.yml, through the filter rsync_tls_layout), its rollback, the modules, the transfer lab and the
+# docs (docs/migration.md, checked by tests/unit/plugins/module_utils/transfer/test_rsynctls_layout.py) read these.
+SERVICE_NAME = 'bdp-rsync-tls'
+SERVICE = SERVICE_NAME + '.service'
+UNIT_PATH = '/etc/systemd/system/' + SERVICE
+DIR = '/etc/bdp-wan-tune/rsync-tls'                     # the receiver's files
+CLIENT_DIR = '/etc/bdp-wan-tune/rsync-tls-client'       # a sender's files: one directory per migration below it
+CA_DIR = '~/.bdp_wan_tune/rsync_tls_ca'                  # on the controller: one CA directory per migration below it
+WRAP_PATH = '/etc/hosts.allow'
+# The receiver's files in DIR: the trust anchor, its server certificate and key, the stunnel configuration, and the
+# client identity of its own self-check.  A sender's files in <client_dir>/<migration>: ca, cert, key.
+SERVER_FILES = {'ca': 'ca.crt', 'cert': 'host.crt', 'key': 'host.key', 'conf': 'stunnel.conf',
+                'self_cert': 'self.crt', 'self_key': 'self.key'}
+CLIENT_FILES = {'ca': 'ca.crt', 'cert': 'host.crt', 'key': 'host.key'}
+CA_FILES = {'cert': 'ca.crt', 'key': 'ca.key'}
+# Days before the end of a certificate's validity at which it is renewed (and a CA is refused).
+RENEW_DAYS = 30
+CA_DAYS = 825
+ENV_ORDER = ('RSYNC_SSL_CA_CERT', 'RSYNC_SSL_CERT', 'RSYNC_SSL_KEY', 'RSYNC_SSL_PORT')
+RSYNC = '/usr/bin/rsync'
+# Behind stunnel rsync runs in daemon-over-remote-shell mode, which writes its messages from before the transfer (a
+# write to a read-only module, a chroot that fails) to stderr, as if ssh carried it back; stunnel writes it to the
+# journal instead.  A sender that passes this remote option gets them through rsync's protocol, as from a plain daemon
+# (measured with rsync 3.2.7: 'ERROR: module is read only' reaches the client only with it).
+SERVER_MESSAGES = '-M--no-msgs2stderr'
+
+
+def layout(migration, client_dir=CLIENT_DIR, ca_dir=CA_DIR, port=874):
+    """Every path of the TLS daemon for one migration: {migration, name (the stunnel and libwrap service), service,
+    unit, wrap, server: {dir, ca, cert, key, conf, self_cert, self_key}, client: {dir, ca, cert, key}, ca: {dir,
+    cert, key}, env, env_vars, ciphersuites, ciphers, ca_days, server_messages (the rsync option that brings the
+    daemon's messages to the sender), marks (of the block in /etc/hosts.allow)}.  ``env_vars`` is the environment
+    rsync-ssl reads on a sender, ``env`` the same as a shell prefix."""
+    client = os.path.join(client_dir, migration)
+    authority = os.path.join(os.path.expanduser(ca_dir), migration)
+    out = {'migration': migration, 'name': SERVICE_NAME, 'service': SERVICE, 'unit': UNIT_PATH, 'wrap': WRAP_PATH,
+           'server': dict([('dir', DIR)] + [(key, os.path.join(DIR, name)) for key, name in SERVER_FILES.items()]),
+           'client': dict([('dir', client)]
+                          + [(key, os.path.join(client, name)) for key, name in CLIENT_FILES.items()]),
+           'ca': dict([('dir', authority)] + [(key, os.path.join(authority, name)) for key, name in CA_FILES.items()])}
+    out['env_vars'] = {'RSYNC_SSL_CA_CERT': out['client']['ca'], 'RSYNC_SSL_CERT': out['client']['cert'],
+                       'RSYNC_SSL_KEY': out['client']['key'], 'RSYNC_SSL_PORT': str(int(port))}
+    out['env'] = ' '.join('%s=%s' % (key, out['env_vars'][key]) for key in ENV_ORDER)
+    out.update(ciphersuites=CIPHERSUITES, ciphers=CIPHERS_TLS12, ca_days=CA_DAYS, server_messages=SERVER_MESSAGES,
+               marks={'begin': WRAP_MARK_BEGIN, 'end': WRAP_MARK_END})
+    return out
+
+
+# ----------------------------------------------------------------------------- the migration's name
+MIGRATION_RE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$')
+MIGRATION_HELP = ('a name of 1 to 64 letters, digits, . _ - starting with a letter or digit, such as dc1-to-dc2; '
+                  'empty: derived from the inventory\'s path')
+
+
+def default_migration(sources):
+    """The migration's name when none is given: the inventory's file or directory name and 8 hex digits of the
+    hash of every inventory source's absolute path, such as 'dc1-to-dc2-3f09a1c4', so that two inventories run from
+    one workstation never share a CA, and a re-run of one inventory finds its own."""
+    texts = sorted(os.path.abspath(str(item)) if os.path.exists(str(item)) else str(item) for item in sources or [])
+    digest = hashlib.sha256('\n'.join(texts).encode('utf-8')).hexdigest()[:8]
+    stem = os.path.splitext(os.path.basename(texts[0].rstrip('/')))[0] if texts else ''
+    stem = re.sub(r'[^A-Za-z0-9._-]+', '-', stem).strip('._-')[:40]
+    return '%s-%s' % (stem or 'inventory', digest)
+
+
+def migration_name(given, sources):
+    """The migration's name: ``given`` when set, else default_migration(sources)."""
+    return given if given else default_migration(sources)
+
+
+# ----------------------------------------------------------------------------- how long a certificate is issued for
+ASN1_TIME = '%Y%m%d%H%M%SZ'      # as community.crypto's x509_certificate_info gives not_after, and takes it back
+
+
+class ValidityError(ValueError):
+    """The CA cannot issue a certificate worth having."""
+
+
+def validity(cert_not_after, ca_not_after, days, now=None):
+    """{renew, not_after, capped, ca_days_left} for a host's certificate: ``renew`` when the present one
+    (``cert_not_after``, an ASN.1 time, or None when the host has none) ends within RENEW_DAYS; ``not_after``, the
+    end of a certificate issued now: ``days`` from now, but never after the CA (``capped`` then).  A CA that ends
+    within RENEW_DAYS raises ValidityError: every certificate it could sign would be renewed again at the next run."""
+    import datetime
+    now = now or datetime.datetime.now(datetime.timezone.utc)
+
+    def read(text):
+        return datetime.datetime.strptime(text, ASN1_TIME).replace(tzinfo=datetime.timezone.utc)
+
+    ca_end = read(ca_not_after)
+    ca_left = (ca_end - now).days
+    if ca_end - now <= datetime.timedelta(days=RENEW_DAYS):
+        raise ValidityError('the migration CA ends on %s, in %d days: a certificate it signs now would be renewed '
+                            'again at every run. Make a new CA for the migration (empty its directory, or give new '
+                            'rsync_daemon_tls_ca_cert and rsync_daemon_tls_ca_key), then run again.'
+                            % (ca_end.date(), max(ca_left, 0)))
+    wanted = now + datetime.timedelta(days=int(days))
+    end = min(wanted, ca_end)
+    renew = cert_not_after is not None and read(cert_not_after) - now <= datetime.timedelta(days=RENEW_DAYS)
+    return {'renew': renew, 'not_after': end.strftime(ASN1_TIME), 'capped': end < wanted, 'ca_days_left': ca_left}
+
+
+# ----------------------------------------------------------------------------- names in certificates
+DNS_RE = re.compile(r'^(?=.{1,253}$)([A-Za-z0-9_*]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)'
+                    r'(\.[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*\.?$')
+NAME_HELP = 'a list of DNS names or IP addresses the senders use to reach the host, such as [rsync-b.dc2.example.org, 198.18.3.12]'
+PORT_HELP = checks.port_help(default=874, extra=', other than rsync_daemon_port')
+DAYS_HELP = 'a whole number of days from %d to 3650 (default 180)' % (RENEW_DAYS + 1)
+PEM_CERT_RE = re.compile(r'-----BEGIN CERTIFICATE-----[A-Za-z0-9+/=\s]+-----END CERTIFICATE-----')
+SENDERS_HELP = 'a list of inventory host names (the hosts that send to this receiver), or [] for its wan_peers'
+
+
+def name_kind(text):
+    """'IP' for an address, 'DNS' for a host name, None for anything else."""
+    if not isinstance(text, str):
+        return None
+    try:
+        ipaddress.ip_address(text)
+        return 'IP'
+    except ValueError:
+        pass
+    return 'DNS' if DNS_RE.match(text) else None
+
+
+def subject_alt_names(names):
+    """The subjectAltName entries for ``names`` as community.crypto's openssl_csr takes them: an address is written
+    as IP and as DNS, because rsync-ssl checks the host name it was given (openssl s_client -verify_hostname), which
+    only matches DNS entries, even for an address.  Sorted, without duplicates and without what is neither a name nor
+    an address: ['DNS:198.18.3.12', 'DNS:rsync-b', 'IP:198.18.3.12', ...]."""
+    entries = set()
+    for name in names:
+        kind = name_kind(name)
+        if kind == 'IP':
+            address = str(ipaddress.ip_address(name))
+            entries.add('IP:' + address)
+            entries.add('DNS:' + address)
+        elif kind == 'DNS':
+            entries.add('DNS:' + name.rstrip('.').lower())
+    return sorted(entries)
+
+
+def check(settings, names=None, inventory=None):
+    """Problems with the TLS settings (the role's variables without the prefix rsync_daemon_): transport, tls_port,
+    port, tls_names, tls_days, tls_ca_cert, tls_ca_key (whether both are given; their content is judged on the
+    controller by plugin_utils/tls_ca.py), tls_migration, and tls_senders against ``inventory`` (the inventory's host
+    names, when known)."""
+    names = names or {}
+
+    def name(key):
+        return names.get(key, 'rsync_daemon_' + key)
+
+    problems = Problems()
+    transport = settings.get('transport', 'tls')
+    if transport not in TRANSPORTS:
+        problems.add(name('transport'), transport, 'is not a transport', TRANSPORT_HELP)
+        return list(problems)
+    if transport == 'plain':
+        return list(problems)
+    port, plain_port = checks.read_port(settings.get('tls_port', 874)), checks.read_port(settings.get('port', 873))
+    if port is None:
+        problems.add(name('tls_port'), settings.get('tls_port'), 'is not a TCP port', PORT_HELP)
+    elif port == plain_port:
+        problems.add(name('tls_port'), port, 'is also %s, the plain daemon\'s port' % name('port'), PORT_HELP)
+    days = read_whole(settings.get('tls_days', 180))
+    if days is None or not RENEW_DAYS < days <= 3650:
+        problems.add(name('tls_days'), settings.get('tls_days'), 'is not a validity in days (a certificate is renewed '
+                     '%d days before its end)' % RENEW_DAYS, DAYS_HELP)
+    extra = settings.get('tls_names') or []
+    if not isinstance(extra, (list, tuple)):
+        problems.add(name('tls_names'), extra, 'is not a list', NAME_HELP)
+    else:
+        for index, item in enumerate(extra):
+            if name_kind(item) is None:
+                problems.add('%s[%d]' % (name('tls_names'), index), item, 'is not a DNS name or an IP address',
+                             NAME_HELP)
+    given = settings.get('tls_migration') or ''
+    if given and (not isinstance(given, str) or not MIGRATION_RE.match(given)):
+        problems.add(name('tls_migration'), given, 'is not a migration name', MIGRATION_HELP)
+    senders = settings.get('tls_senders') or []
+    if not isinstance(senders, (list, tuple)):
+        problems.add(name('tls_senders'), senders, 'is not a list', SENDERS_HELP)
+    elif inventory is not None:
+        for index, item in enumerate(senders):
+            if item not in inventory:
+                problems.add('%s[%d]' % (name('tls_senders'), index), item, 'is not a host of the inventory, so it '
+                             'could get no client certificate', SENDERS_HELP)
+    cert, key = settings.get('tls_ca_cert') or '', settings.get('tls_ca_key') or ''
+    if bool(cert) != bool(key):
+        given, missing = ('tls_ca_cert', 'tls_ca_key') if cert else ('tls_ca_key', 'tls_ca_cert')
+        problems.append('%s: is set but %s is empty (with transport %s): the collection signs the host certificates '
+                        'with the CA, so it needs both; expected both (the CA certificate and its private key, PEM, '
+                        'best from Ansible Vault), or neither (a CA of the collection\'s own in '
+                        'rsync_daemon_tls_ca_dir on the controller).' % (name(given), name(missing), transport))
+    elif cert and (not isinstance(cert, str) or not PEM_CERT_RE.search(cert)):
+        problems.add(name('tls_ca_cert'), cert, 'is not a PEM certificate', 'the CA certificate in PEM form '
+                     '(-----BEGIN CERTIFICATE----- ...)')
+    return list(problems)
+
+
+def platform_problem(transport, os_family, major_version, distribution=None):
+    """Why the TLS daemon cannot run on this distribution, or None.  The RHEL family ships stunnel without libwrap
+    from EL 8 on, and the outer source gate (/etc/hosts.allow) needs it; no such host is tested here."""
+    if transport not in ('tls', 'both') or os_family != 'RedHat':
+        return None
+    major = read_whole(major_version)
+    if major is not None and major < 8:
+        return None
+    return ('rsync_daemon_transport: %s on %s %s: its stunnel is built without libwrap, which the TLS daemon\'s '
+            'outer source gate (%s) needs, and the collection is tested on Debian 12 and 13 only; expected a '
+            'Debian receiver, or rsync_daemon_transport=plain on a private circuit, a VPN or IPsec. Nothing was '
+            'changed on this host.' % (transport, distribution or os_family, major_version or '(version unknown)',
+                                       WRAP_PATH))
+
+
+# ----------------------------------------------------------------------------- the senders of a play's receivers
+def signer(ca):
+    """What identifies the CA a receiver signs with: its certificate when it is given, else its directory."""
+    return ('given', (ca.get('pem') or '').strip()) if ca.get('given') else ('directory', ca.get('cert'))
+
+
+def ca_conflict(receivers, host=None):
+    """The refusal when two receivers of one migration sign with different CAs (a sender's one directory for the
+    migration would flip between them), or None.  ``receivers``: [(host, migration, signer)]; ``host``: only a
+    conflict that involves this host."""
+    first = {}
+    for name, migration, identity in receivers:
+        other, known = first.setdefault(migration, (name, identity))
+        if known != identity and host in (None, name, other):
+            return ('rsync_daemon_tls_migration: the receivers %s and %s are both in the migration %s but sign with '
+                    'different CAs, so their senders\' files for it would flip between them; expected one CA for '
+                    'each migration (the same rsync_daemon_tls_ca_dir, or the same rsync_daemon_tls_ca_cert and '
+                    'rsync_daemon_tls_ca_key), or different rsync_daemon_tls_migration names. Nothing was changed.'
+                    % (other, name, migration))
+    return None
+
+
+def sender_identities(receivers, predict=()):
+    """The client identities to issue for the senders of ``receivers`` (each {receiver, senders, migration, client,
+    ca, days, state_dir}, as the role keeps it on every receiver): one per sender and migration however many
+    receivers list the sender, from the first receiver that does, with every receiver that does in ``receivers``.
+    ``predict``: senders where check mode cannot read or make anything yet.  Two receivers of one migration that
+    sign with different CAs are refused (validation refuses them before any host changes already)."""
+    conflict = ca_conflict([(item['receiver'], item['migration'], signer(item['ca'])) for item in receivers])
+    if conflict:
+        raise ValueError(conflict)
+    identities = {}
+    for receiver in receivers:
+        for sender in receiver['senders']:
+            identity = identities.setdefault((sender, receiver['migration']), {
+                'host': sender, 'receiver': receiver['receiver'], 'receivers': [], 'migration': receiver['migration'],
+                'key': receiver['client']['key'], 'cert': receiver['client']['cert'],
+                'anchor': receiver['client']['ca'], 'dir': receiver['client']['dir'], 'common_name': sender,
+                'names': [], 'usage': 'clientAuth', 'ca': receiver['ca'], 'days': receiver['days'],
+                'predict': sender in predict, 'state_dir': receiver['state_dir']})
+            identity['receivers'].append(receiver['receiver'])
+    return [identities[key] for key in sorted(identities)]
+
+
+# ----------------------------------------------------------------------------- the outer gate: /etc/hosts.allow
+# ansible.builtin.blockinfile writes the block with marker "# {mark}" and these two marks (the lines of 0.3.0, so an
+# upgraded host keeps one block); the module rsync_daemon_tls refuses a file whose marks are broken before anything
+# changes, because blockinfile would add a second block after a lone BEGIN.
+WRAP_MARK_BEGIN = 'BEGIN bdp.wan_tune rsync_daemon: who may reach the TLS daemon (stunnel service %s)' % SERVICE_NAME
+WRAP_MARK_END = 'END bdp.wan_tune rsync_daemon'
+
+
+def wrap_pattern(source):
+    """A hosts_access(5) pattern for an address, a network or a host name pattern of rsyncd's hosts allow:
+    198.18.3.0/24 -> 198.18.3.0/255.255.255.0, 2001:db8::/64 -> [2001:db8::]/64, ::1 -> [::1]."""
+    try:
+        network = ipaddress.ip_network(source, strict=False)
+    except ValueError:
+        return source
+    if network.version == 4:
+        if network.prefixlen == 32:
+            return str(network.network_address)
+        return '%s/%s' % (network.network_address, network.netmask)
+    if network.prefixlen == 128:
+        return '[%s]' % network.network_address
+    return '[%s]/%d' % (network.network_address, network.prefixlen)
+
+
+def wrap_rules(sources):
+    """The lines inside the collection's block in /etc/hosts.allow: the listed sources may reach the TLS daemon,
+    nobody else (hosts_options(5) ALLOW and DENY, so /etc/hosts.deny is not touched)."""
+    patterns = []
+    for source in sources:
+        pattern = wrap_pattern(source)
+        if pattern not in patterns:
+            patterns.append(pattern)
+    lines = ['%s: %s : ALLOW' % (SERVICE_NAME, ' '.join(patterns))] if patterns else []
+    return '\n'.join(lines + ['%s: ALL : DENY' % SERVICE_NAME])
+
+
+def wrap_problem(text, path=WRAP_PATH):
+    """Why the collection's block in ``text`` cannot be edited safely (a mark without its partner, marks out of
+    order, two blocks), or None."""
+    lines = (text or '').split('\n')
+    begins = [index for index, line in enumerate(lines) if line == '# ' + WRAP_MARK_BEGIN]
+    ends = [index for index, line in enumerate(lines) if line == '# ' + WRAP_MARK_END]
+    if not begins and not ends:
+        return None
+    if len(begins) == 1 and len(ends) == 1 and begins[0] < ends[0]:
+        return None
+    return ('%s holds the marks of the collection\'s block out of order (BEGIN on line(s) %s, END on line(s) %s); '
+            'expected one "# %s" line before one "# %s" line. Nothing was changed: mend or remove the marks by hand, '
+            'then run again.' % (path, ', '.join(str(i + 1) for i in begins) or 'none',
+                                 ', '.join(str(i + 1) for i in ends) or 'none', WRAP_MARK_BEGIN, WRAP_MARK_END))
+
+
+def source_allowed(address, sources):
+    """Whether ``address`` matches one of the address or network ``sources`` (host name patterns never do here)."""
+    for source in sources:
+        try:
+            if ipaddress.ip_address(address) in ipaddress.ip_network(source, strict=False):
+                return True
+        except ValueError:
+            continue
+    return False
+
+
+# ----------------------------------------------------------------------------- proving the TLS layer on the host
+# The checks of the module rsync_daemon_check with its option tls: each one shows that a rule above holds (TLS only,
+# the CA's client certificates only, stunnel's source rule) before any byte reaches rsync.
+
+def plain_probe(host, port, timeout):
+    """What a cleartext rsync client gets from ``port``: the bytes answered to an rsync greeting ('' when none)."""
+    conn = socket.create_connection((host, port), timeout)
+    try:
+        conn.settimeout(min(timeout, 5))
+        conn.sendall(b'@RSYNCD: 31.0 sha256 md5\n')
+        data = b''
+        try:
+            while len(data) < 256:
+                chunk = conn.recv(256)
+                if not chunk:
+                    break
+                data += chunk
+        except (OSError, socket.error):
+            pass
+    finally:
+        conn.close()
+    return data.decode('ascii', 'replace')
+
+
+def handshake(module, host, port, identity, timeout):
+    """openssl s_client's view of the handshake: {protocol, cipher, verified, peer, rc, detail}."""
+    argv = [module.get_bin_path('timeout', required=True), str(timeout), module.get_bin_path('openssl', required=True),
+            's_client', '-connect', '%s:%d' % ('[%s]' % host if ':' in host else host, port), '-brief',
+            '-verify_return_error']
+    for key, option in (('ca', '-CAfile'), ('cert', '-cert'), ('key', '-key')):
+        if identity.get(key):
+            argv += [option, identity[key]]
+    rc, out, err = module.run_command(argv, data='')
+    text = out + '\n' + err
+    found = dict((key, (re.search(r'^%s:\s*(.+)$' % label, text, re.M) or [None, None])[1])
+                 for key, label in (('protocol', 'Protocol version'), ('cipher', 'Ciphersuite'),
+                                    ('verification', 'Verification'), ('peer', 'Peer certificate')))
+    return {'protocol': found['protocol'], 'cipher': found['cipher'], 'peer': found['peer'],
+            'verified': found['verification'] == 'OK' and rc == 0, 'rc': rc,
+            'detail': ' '.join(err.split())[-300:]}
+
+
+def stranger(directory):
+    """A throwaway CA of nobody's and a clientAuth certificate it signed, written to ``directory`` (the keys 0600):
+    {ca, cert, key}.  Made with the cryptography library that community.crypto's modules use on the host."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+    import datetime
+    start = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(minutes=5)
+
+    def issue(subject, key, issuer, issuer_key, ca):
+        builder = (x509.CertificateBuilder().subject_name(subject).issuer_name(issuer).public_key(key.public_key())
+                   .serial_number(x509.random_serial_number()).not_valid_before(start)
+                   .not_valid_after(start + datetime.timedelta(days=1))
+                   .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+        if not ca:
+            builder = builder.add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        return builder.sign(issuer_key, hashes.SHA256())
+
+    ca_key, leaf_key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, 'bdp-wan-tune-stranger-ca')])
+    ca_cert = issue(ca_name, ca_key, ca_name, ca_key, True)
+    leaf = issue(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, 'bdp-wan-tune-stranger')]), leaf_key, ca_name,
+                 ca_key, False)
+    out = dict((key, os.path.join(directory, 'stranger-%s.pem' % key)) for key in ('ca', 'cert', 'key'))
+    for path, data in ((out['ca'], ca_cert.public_bytes(serialization.Encoding.PEM)),
+                       (out['cert'], leaf.public_bytes(serialization.Encoding.PEM)),
+                       (out['key'], leaf_key.private_bytes(serialization.Encoding.PEM,
+                                                           serialization.PrivateFormat.PKCS8,
+                                                           serialization.NoEncryption()))):
+        handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(handle, 'wb') as stream:
+            stream.write(data)
+    return out
+
+
+def _tls_client(host, port, identity, timeout, source=None):
+    """A connected TLS client socket with the client identity {ca, cert, key}, bound to ``source`` when given."""
+    context = ssl.create_default_context(cafile=identity['ca'])
+    context.check_hostname = False
+    context.load_cert_chain(identity['cert'], identity['key'])
+    family = socket.AF_INET6 if ':' in (source or host) else socket.AF_INET
+    conn = socket.socket(family, socket.SOCK_STREAM)
+    conn.settimeout(min(timeout, 10))
+    try:
+        if source:
+            conn.bind((source, 0))
+        conn.connect((host, port))
+        return context.wrap_socket(conn)
+    except BaseException:
+        conn.close()
+        raise
+
+
+def _line(conn):
+    data = b''
+    while not data.endswith(b'\n') and len(data) < 512:
+        chunk = conn.recv(1)
+        if not chunk:
+            break
+        data += chunk
+    return data.decode('ascii', 'replace').strip()
+
+
+def module_answer(host, port, identity, module_name, timeout, source=None):
+    """What rsyncd answers a TLS client with a valid certificate (bound to ``source``) that asks for ``module_name``:
+    (greeted, answer), such as (True, '@RSYNCD: AUTHREQD ...'), (True, '@ERROR: access denied to m2 from ...'), or
+    (False, the error) when no rsync greeting came (refused before or in the handshake)."""
+    try:
+        wrapped = _tls_client(host, port, identity, timeout, source)
+    except (OSError, socket.error, ssl.SSLError) as exc:
+        return False, str(exc)
+    try:
+        greeting = _line(wrapped)
+        if not greeting.startswith('@RSYNCD:'):
+            return False, 'no rsync greeting (%r)' % greeting[:40]
+        wrapped.sendall(b'@RSYNCD: 31.0\n' + module_name.encode('utf-8') + b'\n')
+        return True, _line(wrapped)
+    except (OSError, socket.error, ssl.SSLError) as exc:
+        return False, str(exc)
+    finally:
+        wrapped.close()
+
+
+def denied(answer):
+    """Whether rsyncd's answer refuses the client's address (hosts allow / hosts deny) for a module that exists: with
+    ``list = no`` (the role's setting) rsync answers "Unknown module" to a client it denies, so that the module's
+    existence is not given away, and logs "rsync denied on module ... from ..."."""
+    return answer.startswith('@ERROR') and ('access denied' in answer or 'Unknown module' in answer)
+
+
+def unlisted(host, port, tls, timeout, source='127.0.0.2'):
+    """(refused, detail) of a TLS client with a valid certificate that connects from ``source``: refused when no
+    rsync greeting comes (stunnel's libwrap gate closes the connection before the handshake)."""
+    greeted, answer = module_answer(host, port, tls, '', timeout, source)
+    if greeted:
+        return False, 'from %s: the rsync daemon answered' % source
+    return True, 'from %s: %s' % (source, answer)
+
+
+def closed(host, port, timeout):
+    try:
+        socket.create_connection((host, port), min(timeout, 5)).close()
+        return False, 'port %d accepts a connection' % port
+    except (OSError, socket.error) as exc:
+        return True, 'port %d: %s' % (port, exc)
+
+
+def tls_checks(module, params, users, upload):
+    """The checks of the TLS layer, each before any rsync exchange, of the module rsync_daemon_check (``params``):
+    ([{check, module, passed, detail}], the handshake).  ``users``: {user: password} from the secrets file;
+    ``upload(module_name, user, file_name, password, identity)``: (rc, output) of an rsync-ssl upload of a file as
+    ``file_name`` with the client identity {ca, cert, key}."""
+    tls, host, timeout = params['tls'], params['host'], params['timeout']
+    results = []
+
+    def add(check, passed, detail):
+        results.append({'check': check, 'module': None, 'passed': passed, 'detail': detail})
+
+    shake = handshake(module, host, tls['port'], tls, timeout)
+    add('TLS handshake verified', shake['verified'] and shake['protocol'] in ('TLSv1.3', 'TLSv1.2'),
+        '%s, %s, verification %s, peer %s%s' % (shake['protocol'], shake['cipher'],
+                                                'OK' if shake['verified'] else 'failed', shake['peer'],
+                                                '' if shake['verified'] else ': ' + shake['detail']))
+    try:
+        answer = plain_probe(host, tls['port'], timeout)
+        add('plaintext to the TLS port gets no rsync answer', '@RSYNCD' not in answer,
+            'answer: %r' % answer[:60] if answer else 'no answer')
+    except (OSError, socket.error) as exc:
+        add('plaintext to the TLS port gets no rsync answer', False, 'no connection: %s' % exc)
+    if host == '127.0.0.1' and not source_allowed('127.0.0.2', tls['sources']):
+        passed, detail = unlisted(host, tls['port'], tls, timeout)
+        add('an unlisted source is refused before the handshake', passed, detail)
+    if params['tls'].get('plain_closed'):
+        passed, detail = closed(host, params['port'], timeout)
+        add('nothing accepts on the plain port', passed, detail)
+    target = next((m for m in params['modules'] if not m.get('read_only', True)), (params['modules'] or [{}])[0])
+    if not target.get('name'):
+        return results, shake
+    user = next(iter(target.get('auth_users') or []), None)
+    password = users.get(user)
+    directory = tempfile.mkdtemp(prefix='bdp-wan-tune-tls-')
+    try:
+        other = stranger(directory)
+        refusals = [('a client that trusts another CA fails', dict(tls, ca=other['ca'])),
+                    ('a client without a certificate is refused', dict(tls, cert=None, key=None)),
+                    ('a client with a certificate of another CA is refused',
+                     dict(tls, cert=other['cert'], key=other['key']))]
+        if tls.get('server_cert'):
+            # the receiver's own certificate is for serverAuth only: OpenSSL refuses it as a client's
+            refusals.append(('the server certificate is refused as a client certificate',
+                             dict(tls, cert=tls['server_cert'], key=tls['server_key'])))
+        for check, identity in refusals:
+            name = '.bdp-wan-tune-verify-%s' % uuid.uuid4().hex
+            rc, out = upload(target['name'], user, name, password, identity)
+            landed = os.path.lexists(os.path.join(target.get('path', '/nonexistent'), name))
+            if landed:
+                os.unlink(os.path.join(target['path'], name))
+            # refused in the handshake: rsync never saw the daemon's greeting (no @ERROR from rsyncd)
+            add(check, rc != 0 and not landed and '@ERROR' not in out and 'did not see server greeting' in out,
+                'rsync-ssl exit %d%s: %s' % (rc, ', but the file arrived' if landed else '', out[-300:] or 'no output'))
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+    return results, shake

@@ -1,0 +1,377 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, bdp.wan_tune contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The report of the bdp.wan_tune.verify role: one run of path tests as JSON, Markdown and one HTML page.
+
+A run is the list of pairs the role tested, each with the registered result of bdp.wan_tune.iperf3_verify
+(or the error that stopped the test).  ``normalise()`` turns one into the report's fixed set of figures,
+``build_run()`` makes the run, and the renderers read the runs kept in the report directory: the HTML page draws
+one plot per run (goodput against ceiling per pair) and, for a run not labelled ``stock``, the latest earlier
+``stock`` measurement of the same pair as its baseline.  Everything here is pure: the module
+(plugins/modules/verify_report.py) does the reading and the atomic writing.
+"""
+
+import html
+import json
+import re
+
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import bdp
+
+SCHEMA = 1
+STOCK = 'stock'
+LABEL_RE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$')
+LABEL_HELP = '1 to 40 letters, digits, ".", "_" or "-", starting with a letter or digit (stock, tuned, canary-1)'
+RUN_FILE_RE = re.compile(r'^run-\d{8}T\d{6}Z(?:-\d+)?-[A-Za-z0-9_.-]+\.json$')
+PASS, FAIL, ERROR, CHECK, UNJUDGED = 'PASS', 'FAIL', 'ERROR', 'CHECK MODE', 'NOT JUDGED'
+FAILED = (FAIL, ERROR)
+# Figures copied from the iperf3_verify result as they are.
+FIGURES = ('receiver_bps', 'sender_bps', 'retransmits', 'ceiling_bps', 'limit', 'expectation_bps', 'expectation',
+           'fraction', 'mean_rtt_ms', 'min_rtt_ms', 'congestion', 'iperf3_version')
+
+
+class ReportError(ValueError):
+    """An input the report cannot use; the message names it."""
+
+
+def check_label(label, name='verify_label'):
+    if not isinstance(label, str) or not LABEL_RE.match(label):
+        raise ReportError('%s: %s is not a run label; expected %s.' % (name, bdp.show_value(label), LABEL_HELP))
+    return label
+
+
+def pair_key(source, target):
+    return '%s -> %s' % (source, target)
+
+
+def _int_or_none(value):
+    try:
+        return int(value) if value is not None and not isinstance(value, bool) else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _window_bytes(limits, side):
+    for item in limits or []:
+        if str(item.get('name', '')).startswith(side + ' window') and 'buffer_bytes' in item:
+            return _int_or_none(item['buffer_bytes'])
+    return None
+
+
+def normalise(entry, check_mode=False):
+    """One tested pair as the report keeps it.
+
+    ``entry``: {'pair': the role's plan of the pair (source, target, address, rate, rtt_ms, rtt_source, streams,
+    duration, omit, min_fraction, expect), 'result': the registered iperf3_verify result ({} when it did not run),
+    'error': the message of the task that stopped the test, or empty}.
+    """
+    if not isinstance(entry, dict) or not isinstance(entry.get('pair'), dict):
+        raise ReportError('results: each item needs a "pair" mapping (source, target, ...); got %s.'
+                          % bdp.show_value(entry))
+    pair, result = entry['pair'], entry.get('result') or {}
+    if not pair.get('source') or not pair.get('target'):
+        raise ReportError('results: a pair needs "source" and "target" (inventory names); got %s.'
+                          % bdp.show_value(pair))
+    out = {'source': str(pair['source']), 'target': str(pair['target']), 'address': pair.get('address'),
+           'key': pair_key(pair['source'], pair['target'])}
+    for name in ('rate', 'rtt_ms', 'rtt_source', 'streams', 'duration', 'omit', 'min_fraction', 'expect'):
+        out[name] = pair.get(name)
+    try:
+        out['rate_bps'] = bdp.parse_rate(pair['rate'], 'rate') if pair.get('rate') not in (None, '') else None
+    except bdp.UnitError:
+        out['rate_bps'] = None
+    for name in FIGURES:
+        out[name] = result.get(name)
+    for name in ('receiver_bps', 'sender_bps', 'retransmits', 'ceiling_bps', 'expectation_bps'):
+        out[name] = _int_or_none(out[name])
+    out['receive_buffer_bytes'] = _window_bytes(result.get('limits'), 'receive')
+    out['send_buffer_bytes'] = _window_bytes(result.get('limits'), 'send')
+    out['measured'] = bool(result.get('measured')) and out['receiver_bps'] is not None
+    out['diagnosis'] = [str(item) for item in result.get('diagnosis') or []]
+    error = str(entry.get('error') or '').strip()
+    out['msg'] = error or str(result.get('msg') or '').strip()
+    if out['measured']:
+        passed = result.get('passed')
+        out['status'] = UNJUDGED if passed is None else (PASS if passed else FAIL)
+    elif check_mode and not error:
+        out['status'] = CHECK
+    else:
+        out['status'] = ERROR
+        if not out['diagnosis']:
+            out['diagnosis'] = [out['msg'] or 'the test did not run']
+    out['passed'] = {PASS: True, FAIL: False, ERROR: False}.get(out['status'])
+    return out
+
+
+def build_run(entries, label, when, check_mode=False):
+    """The run: its id (from ``when``, a UTC datetime), label, pairs and what failed."""
+    check_label(label)
+    if not isinstance(entries, list):
+        raise ReportError('results: %s is not a list of tested pairs.' % bdp.show_value(entries))
+    pairs = [normalise(entry, check_mode) for entry in entries]
+    failed = [pair for pair in pairs if pair['status'] in FAILED]
+    return {'schema': SCHEMA, 'id': when.strftime('%Y%m%dT%H%M%SZ'), 'time': when.strftime('%Y-%m-%dT%H:%M:%SZ'),
+            'order': when.timestamp(),
+            'label': label, 'check_mode': bool(check_mode), 'pairs': pairs,
+            'failed_pairs': [pair['key'] for pair in failed],
+            'passed': None if check_mode or not pairs else not failed}
+
+
+def run_file_name(run, taken=()):
+    """run-<id>[-n]-<label>.json, not one of ``taken``."""
+    name, number = 'run-%s-%s.json' % (run['id'], run['label']), 1
+    while name in taken:
+        number += 1
+        name = 'run-%s-%d-%s.json' % (run['id'], number, run['label'])
+    return name
+
+
+def parse_run(text):
+    """A run from its JSON text, or None when it is not a run of this report."""
+    try:
+        run = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(run, dict) or run.get('schema') != SCHEMA or not isinstance(run.get('pairs'), list):
+        return None
+    return run
+
+
+def _when(run):
+    """What orders runs: the exact time of the run (``order``), then its time in seconds and its file name."""
+    return (run.get('order') or 0, run.get('time', ''), run.get('file', ''))
+
+
+def sort_runs(runs):
+    """Oldest first."""
+    return sorted(runs, key=_when)
+
+
+def baseline(runs, run, key):
+    """The pair ``key`` of the latest ``stock`` run before ``run`` that measured it, or None."""
+    if run.get('label') == STOCK:
+        return None
+    found = None
+    for other in sort_runs(runs):
+        if other is run or _when(other) >= _when(run):
+            continue
+        if other.get('label') != STOCK or other.get('check_mode'):
+            continue
+        for pair in other.get('pairs', []):
+            if pair.get('key') == key and pair.get('measured'):
+                found = dict(pair, run_id=other.get('id'), run_time=other.get('time'))
+    return found
+
+
+def mbit(bps):
+    return '-' if bps is None else '%.1f' % (bps / 1e6)
+
+
+def percent(fraction):
+    return '-' if fraction is None else '%.0f %%' % (float(fraction) * 100)
+
+
+def one_line(pair):
+    """One line for a pair: what it carried against what, and the verdict."""
+    head = '%s (%s): ' % (pair['key'], pair.get('address') or pair['target'])
+    if pair['status'] == CHECK:
+        return head + 'check mode, not tested (%s s, %s stream%s); ceiling %s Mbit/s (%s)' % (
+            pair.get('duration'), pair.get('streams'), '' if pair.get('streams') == 1 else 's',
+            mbit(pair.get('ceiling_bps')), pair.get('limit') or 'unknown')
+    if pair['status'] == ERROR:
+        return head + 'ERROR: ' + (pair['diagnosis'][0] if pair['diagnosis'] else 'not measured')
+    text = head + '%s Mbit/s of ceiling %s Mbit/s (%s), expectation %s Mbit/s: %s' % (
+        mbit(pair['receiver_bps']), mbit(pair['ceiling_bps']), pair.get('limit') or 'unknown',
+        mbit(pair['expectation_bps']), pair['status'])
+    if pair['status'] == FAIL and pair['diagnosis']:
+        text += '. Likely limit: ' + pair['diagnosis'][0]
+    return text
+
+
+def failure_message(run):
+    """The message of a run with failed pairs: each pair and its diagnosis."""
+    failed = [pair for pair in run['pairs'] if pair['status'] in FAILED]
+    return ('%d of %d path test%s failed (run %s, label %s): %s' % (
+        len(failed), len(run['pairs']), '' if len(run['pairs']) == 1 else 's', run['id'], run['label'],
+        ' | '.join(one_line(pair) for pair in failed)))
+
+
+# ----------------------------------------------------------------------------- Markdown
+
+MD_HEAD = ('| Pair | Address | Goodput (Mbit/s) | Ceiling (Mbit/s) | Limit | Expectation (Mbit/s) | Share | '
+           'Stock baseline (Mbit/s) | Verdict |')
+
+
+def _md_cell(value):
+    return str(value).replace('|', '\\|').replace('\n', ' ')
+
+
+def render_markdown(run, runs):
+    """The Markdown report of one run, with the stock baseline of each pair where one was recorded."""
+    verdict = 'check mode, nothing measured' if run.get('check_mode') else (
+        'PASS' if run.get('passed') else 'FAIL: %s' % ', '.join(run.get('failed_pairs') or []) if run['pairs']
+        else 'no pairs')
+    count = len(run['pairs'])
+    lines = ['# Path verification %s (%s)' % (run['id'], run['label']), '',
+             '%s, %d pair%s. Verdict: %s.' % (run['time'], count, '' if count == 1 else 's', verdict), '',
+             MD_HEAD, '|' + '---|' * 9]
+    for pair in run['pairs']:
+        base = baseline(runs, run, pair['key'])
+        share = ('%s of expectation' % percent(pair.get('fraction'))) if pair.get('fraction') is not None else '-'
+        lines.append('| ' + ' | '.join(_md_cell(cell) for cell in (
+            pair['key'], pair.get('address') or '', mbit(pair.get('receiver_bps')), mbit(pair.get('ceiling_bps')),
+            pair.get('limit') or '-', mbit(pair.get('expectation_bps')), share,
+            '%s (%s)' % (mbit(base['receiver_bps']), base['run_id']) if base else '-', pair['status'])) + ' |')
+    problems = [pair for pair in run['pairs'] if pair['status'] in FAILED]
+    if problems:
+        lines += ['', '## Failed pairs', '']
+        for pair in problems:
+            lines.append('- **%s**: %s' % (pair['key'], _md_cell(' | '.join(pair['diagnosis']) or pair['msg'])))
+    paths = ['%s %s, %s ms (%s), %s stream%s' % (pair['key'], pair.get('rate'), pair.get('rtt_ms'),
+                                                 pair.get('rtt_source') or 'given', pair.get('streams'),
+                                                 '' if pair.get('streams') == 1 else 's') for pair in run['pairs']]
+    if paths:
+        lines += ['', 'Rate and RTT per pair: %s.' % '; '.join(paths)]
+    lines.append('')
+    return '\n'.join(lines)
+
+
+# ----------------------------------------------------------------------------- HTML
+
+# Draws one horizontal bar plot per run into its <svg class="plot">, from the JSON in #verify-data:
+# per pair a bar for the goodput (green PASS, red FAIL), a grey bar for the stock baseline when there is one,
+# and a dark tick for the ceiling.  Every element carries data-pair and data-bps for tests.
+PLOT_JS = r"""
+(function () {
+  var NS = 'http://www.w3.org/2000/svg';
+  var data = JSON.parse(document.getElementById('verify-data').textContent);
+  function el(name, attrs, text) {
+    var node = document.createElementNS(NS, name);
+    for (var key in attrs) { node.setAttribute(key, attrs[key]); }
+    if (text !== undefined) { node.textContent = text; }
+    return node;
+  }
+  function mbit(bps) { return (bps / 1e6).toFixed(1); }
+  data.runs.forEach(function (run) {
+    var svg = document.querySelector('svg.plot[data-run="' + run.file + '"]');
+    if (!svg) { return; }
+    var left = 190, width = 560, row = 46, top = 24;
+    var max = 1;
+    run.pairs.forEach(function (p) {
+      [p.receiver_bps, p.ceiling_bps, p.rate_bps, p.baseline_bps].forEach(function (v) {
+        if (v && v > max) { max = v; }
+      });
+    });
+    var height = top + row * run.pairs.length + 30;
+    svg.setAttribute('viewBox', '0 0 ' + (left + width + 110) + ' ' + height);
+    svg.setAttribute('height', height);
+    var scale = function (v) { return left + width * v / max; };
+    for (var i = 0; i <= 4; i++) {
+      var x = left + width * i / 4;
+      svg.appendChild(el('line', {x1: x, x2: x, y1: top - 6, y2: height - 24, 'class': 'grid'}));
+      svg.appendChild(el('text', {x: x, y: height - 8, 'class': 'axis', 'text-anchor': 'middle'},
+                         mbit(max * i / 4)));
+    }
+    svg.appendChild(el('text', {x: left + width + 40, y: height - 8, 'class': 'axis'}, 'Mbit/s'));
+    run.pairs.forEach(function (p, n) {
+      var y = top + row * n;
+      svg.appendChild(el('text', {x: left - 8, y: y + 16, 'class': 'pair', 'text-anchor': 'end'}, p.key));
+      if (p.baseline_bps) {
+        svg.appendChild(el('rect', {x: left, y: y + 22, height: 12, width: Math.max(1, scale(p.baseline_bps) - left),
+                                    'class': 'bar baseline', 'data-pair': p.key, 'data-bps': p.baseline_bps}));
+        svg.appendChild(el('text', {x: scale(p.baseline_bps) + 4, y: y + 32, 'class': 'value'},
+                           'stock ' + mbit(p.baseline_bps)));
+      }
+      if (p.receiver_bps) {
+        svg.appendChild(el('rect', {x: left, y: y + 4, height: 16, width: Math.max(1, scale(p.receiver_bps) - left),
+                                    'class': 'bar measured ' + p.status.toLowerCase().replace(/ /g, '-'),
+                                    'data-pair': p.key, 'data-bps': p.receiver_bps}));
+        svg.appendChild(el('text', {x: scale(p.receiver_bps) + 4, y: y + 16, 'class': 'value'},
+                           mbit(p.receiver_bps) + ' ' + p.status));
+      } else {
+        svg.appendChild(el('text', {x: left + 4, y: y + 16, 'class': 'value missing', 'data-pair': p.key},
+                           p.status + ': not measured'));
+      }
+      if (p.ceiling_bps) {
+        svg.appendChild(el('line', {x1: scale(p.ceiling_bps), x2: scale(p.ceiling_bps), y1: y, y2: y + 38,
+                                    'class': 'ceiling', 'data-pair': p.key, 'data-bps': p.ceiling_bps}));
+      }
+    });
+    svg.setAttribute('data-drawn', String(run.pairs.length));
+  });
+  document.body.setAttribute('data-plots-drawn', String(data.runs.length));
+})();
+"""
+
+CSS = """
+body { font-family: sans-serif; margin: 1.5em; color: #222; }
+table { border-collapse: collapse; margin: 0.5em 0 1.5em; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.5em; text-align: left; font-size: 0.9em; }
+td.num { text-align: right; }
+.PASS { color: #1a7f37; } .FAIL, .ERROR { color: #c62828; font-weight: bold; }
+svg.plot { width: 100%; max-width: 860px; display: block; }
+svg .grid { stroke: #e0e0e0; } svg .axis, svg .value { font-size: 11px; fill: #555; }
+svg .pair { font-size: 12px; fill: #222; }
+svg .bar.measured { fill: #2e7d32; } svg .bar.measured.fail, svg .bar.measured.error { fill: #c62828; }
+svg .bar.measured.check-mode, svg .bar.measured.not-judged { fill: #1565c0; }
+svg .bar.baseline { fill: #9e9e9e; } svg .ceiling { stroke: #111; stroke-width: 3; }
+.legend span { display: inline-block; margin-right: 1.5em; font-size: 0.9em; }
+.diag { font-size: 0.85em; max-width: 60em; }
+"""
+
+
+def _plot_data(run, runs):
+    pairs = []
+    for pair in run['pairs']:
+        base = baseline(runs, run, pair['key'])
+        pairs.append({'key': pair['key'], 'status': pair['status'], 'receiver_bps': pair.get('receiver_bps'),
+                      'ceiling_bps': pair.get('ceiling_bps'), 'rate_bps': pair.get('rate_bps'),
+                      'baseline_bps': base['receiver_bps'] if base else None})
+    return {'file': run.get('file', run['id']), 'pairs': pairs}
+
+
+def _html_table(run, runs):
+    esc = html.escape
+    rows = ['<tr><th>Pair</th><th>Address</th><th>Goodput (Mbit/s)</th><th>Ceiling (Mbit/s)</th><th>Limit</th>'
+            '<th>Expectation (Mbit/s)</th><th>Share</th><th>Stock baseline (Mbit/s)</th><th>Verdict</th>'
+            '<th>Diagnosis</th></tr>']
+    for pair in run['pairs']:
+        base = baseline(runs, run, pair['key'])
+        rows.append('<tr data-pair="%s"><td>%s</td><td>%s</td><td class="num">%s</td><td class="num">%s</td>'
+                    '<td>%s</td><td class="num">%s</td><td class="num">%s</td><td class="num">%s</td>'
+                    '<td class="%s">%s</td><td class="diag">%s</td></tr>' % (
+                        esc(pair['key']), esc(pair['key']), esc(str(pair.get('address') or '')),
+                        mbit(pair.get('receiver_bps')), mbit(pair.get('ceiling_bps')), esc(pair.get('limit') or '-'),
+                        mbit(pair.get('expectation_bps')), esc(percent(pair.get('fraction'))),
+                        esc('%s (%s)' % (mbit(base['receiver_bps']), base['run_id'])) if base else '-',
+                        esc(pair['status'].split()[0]), esc(pair['status']),
+                        esc(' | '.join(pair['diagnosis'])) if pair['status'] in FAILED else ''))
+    return '<table>%s</table>' % ''.join(rows)
+
+
+def render_html(runs, limit=20):
+    """One self-contained page (no external resource): the newest ``limit`` runs, newest first, each with its plot
+    (drawn by the inline script into an inline SVG) and its table."""
+    esc = html.escape
+    shown = list(reversed(sort_runs(runs)))[:limit]
+    sections = []
+    for run in shown:
+        verdict = ('check mode' if run.get('check_mode') else 'PASS' if run.get('passed')
+                   else 'FAIL' if run.get('pairs') else 'no pairs')
+        name = run.get('file', run['id'])
+        sections.append(
+            '<section class="run" id="%s"><h2>%s: %s <span class="%s">%s</span></h2>'
+            '<p>%s, %d pair%s%s.</p><svg class="plot" data-run="%s" role="img" aria-label="goodput against ceiling '
+            'per pair" xmlns="http://www.w3.org/2000/svg"></svg>%s</section>' % (
+                esc(name), esc(run['label']), esc(run['time']), esc(verdict.split()[0]), esc(verdict),
+                esc(name), len(run['pairs']), '' if len(run['pairs']) == 1 else 's',
+                esc(', failed: ' + ', '.join(run.get('failed_pairs') or [])) if run.get('failed_pairs') else '',
+                esc(name), _html_table(run, runs)))
+    data = json.dumps({'runs': [_plot_data(run, runs) for run in shown]}, sort_keys=True)
+    data = data.replace('&', '\\u0026').replace('<', '\\u003c').replace('>', '\\u003e')
+    return ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>bdp.wan_tune path verification'
+            '</title><style>%s</style></head><body><h1>Path verification</h1>'
+            '<p class="legend"><span>green/red bar: measured goodput (PASS/FAIL)</span><span>grey bar: stock '
+            'baseline (latest earlier run labelled stock)</span><span>black tick: ceiling min(rate, window / RTT)'
+            '</span></p><p>%d run%s shown of %d kept, newest first.</p>%s'
+            '<script type="application/json" id="verify-data">%s</script><script>%s</script></body></html>\n'
+            % (CSS, len(shown), '' if len(shown) == 1 else 's', len(runs), ''.join(sections), data, PLOT_JS))
