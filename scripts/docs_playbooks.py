@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, bdp.wan_tune contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
@@ -10,6 +9,7 @@ when a page differs from what the specification gives (scripts/docs.sh runs both
 """
 
 import glob
+import json
 import os
 import re
 import sys
@@ -32,10 +32,10 @@ def text(description):
 
 
 def default(option):
-    if 'default' not in option:
+    value = option.get('default')
+    if value is None or value == '':
         return 'none'
-    value = option['default']
-    return '`%s`' % (str(value).lower() if isinstance(value, bool) else value)
+    return '`%s`' % (value if isinstance(value, str) else json.dumps(value))
 
 
 def table(options):
@@ -45,19 +45,28 @@ def table(options):
     return '\n'.join(lines) + '\n'
 
 
-def render(page, specs):
-    return BLOCK.sub(lambda match: match.group(1) + table(specs[match.group(2)]['options']) + match.group(4), page)
+def render(page, specs, path):
+    def block(match):
+        if match.group(2) not in specs:
+            raise SystemExit('docs: %s names the playbook %s, which playbooks/meta/argument_specs.yml does not declare '
+                             '(it declares %s)' % (path, match.group(2), ', '.join(sorted(specs))))
+        return match.group(1) + table(specs[match.group(2)]['options']) + match.group(4)
+    return BLOCK.sub(block, page)
 
 
 def main(argv):
+    if argv[1:] not in ([], ['--check']):
+        sys.stderr.write('usage: %s [--check]\n' % argv[0])
+        return 2
     check = argv[1:] == ['--check']
     with open(SPEC) as handle:
         specs = yaml.safe_load(handle)['argument_specs']
-    stale = []
+    stale, rendered = [], set()
     for path in sorted(glob.glob(os.path.join(ROOT, 'docs', '*.md'))):
         with open(path, encoding='utf-8') as handle:
             page = handle.read()
-        new = render(page, specs)
+        rendered.update(match.group(2) for match in BLOCK.finditer(page))
+        new = render(page, specs, os.path.relpath(path, ROOT))
         if new == page:
             continue
         if check:
@@ -66,6 +75,11 @@ def main(argv):
             with open(path, 'w', encoding='utf-8') as handle:
                 handle.write(new)
             print('docs: wrote the playbook variables of %s' % os.path.relpath(path, ROOT))
+    if set(specs) - rendered:
+        sys.stderr.write('docs: no page of docs/ shows the variables of the playbook %s (add the markers '
+                         '<!-- playbook-variables: NAME --> and <!-- /playbook-variables --> where they belong)\n'
+                         % ', '.join(sorted(set(specs) - rendered)))
+        return 1
     if stale:
         sys.stderr.write('docs: the playbook variables of %s differ from playbooks/meta/argument_specs.yml; run make '
                          'docs and commit the result\n' % ', '.join(stale))

@@ -24,8 +24,10 @@ import re
 
 import yaml
 
+from ansible import context
 from ansible.errors import AnsibleError
 from ansible.plugins.action import ActionBase
+from ansible.utils.vars import load_extra_vars
 
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common import bdp as _bdp
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common import checks as _checks
@@ -594,17 +596,42 @@ def names_for_plan(names):
             'headroom': names['tcp_buffers_headroom'], 'flows': names['tcp_buffers_flows']}
 
 
-def undeclared_problems(variables):
-    """One problem for each variable of the collection's namespaces that no specification declares."""
-    found = _specs.undeclared(dict((name, value) for name, value in variables.items() if _specs.NAMESPACE.match(name)))
-    return [_specs.undeclared_message(name, closest) for name, closest in found]
+_EXTRA = {}
 
 
-def outcome(host, problems, ok):
-    """The action's result: failed with every problem, or ``ok``."""
-    if problems:
-        return {'changed': False, 'failed': True, 'msg': failure_message(host, problems)}
-    return {'changed': False, 'msg': ok}
+def extra_var_names(loader):
+    """The names this run was given with -e (read as ansible-playbook read them), once per run."""
+    key = tuple(context.CLIARGS.get('extra_vars', ()))
+    if key not in _EXTRA:
+        _EXTRA[key] = frozenset(load_extra_vars(loader))
+    return _EXTRA[key]
+
+
+def name_checks(variables, extra):
+    """(problems, warnings) for the names of the host's variables: a variable of the collection's namespaces that no
+    specification declares, and a name one slip from a declared option (rsync_deamon_users).  Given with -e (in
+    ``extra``) it stops the run; from the inventory it is a warning (an inventory shared with other playbooks may
+    hold a verify_* or migrate_* of its own), worded without the host so that Ansible shows it once."""
+    problems, warnings = [], []
+    for name, closest in _specs.undeclared(variables):
+        message = _specs.undeclared_message(name, closest)
+        if name in extra:
+            problems.append(message)
+        else:
+            warnings.append('Inventory variable ' + message)
+    for name, option in _specs.near_misses(extra):
+        problems.append('%s: no role or playbook of bdp.wan_tune declares this variable, so nothing reads it; did you '
+                        'mean %s?' % (name, option))
+    return problems, warnings
+
+
+def outcome(host, problems, ok, warnings=()):
+    """The action's result: failed with every problem, or ``ok``; with the warnings."""
+    result = {'changed': False, 'failed': True, 'msg': failure_message(host, problems)} if problems else \
+        {'changed': False, 'msg': ok}
+    if warnings:
+        result['warnings'] = list(warnings)
+    return result
 
 
 def failure_message(host, problems):
@@ -650,10 +677,10 @@ class ActionModule(ActionBase):
             return dict(result, changed=False, problems=problems,
                         msg='; '.join(problems) or 'The numbers of role %s are in range.' % args['role'])
         host = task_vars.get('inventory_hostname', '?')
-        problems = undeclared_problems(task_vars)
+        problems, warnings = name_checks(task_vars, extra_var_names(self._loader))
         if args['names_only']:
-            return dict(result, **outcome(host, problems, 'All variables of host %s in the collection\'s namespaces '
-                                                          'are declared.' % host))
+            return dict(result, **outcome(host, problems, 'The variables of host %s in the collection\'s namespaces '
+                                                          'are declared.' % host, warnings))
         specs = load_specs()
         wanted = set(specs) | set(PLAYBOOK_INPUTS) | {'inventory_hostname', 'ansible_host'}
         variables = {}
@@ -682,4 +709,4 @@ class ActionModule(ActionBase):
         problems += check_host(variables, tcp_buffers=args['tcp_buffers'], jumbo_mtu=args['jumbo_mtu'],
                                play_peers=play_peers, specs=specs, inventory=task_vars.get('groups', {}).get('all'),
                                sources=task_vars.get('ansible_inventory_sources'), hostvars=task_vars.get('hostvars'))
-        return dict(result, **outcome(host, problems, 'All inputs of host %s are usable.' % host))
+        return dict(result, **outcome(host, problems, 'All inputs of host %s are usable.' % host, warnings))

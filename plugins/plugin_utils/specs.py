@@ -10,7 +10,8 @@ declared where the roles make them (``register:`` and ``set_fact`` in their task
 - ``load()``: the options the playbook's preflight checks, with their role and default;
 - ``is_secret()``: an option whose value no message shows (``no_log`` on it or on one of its suboptions);
 - ``undeclared()``: the variables of the collection's namespaces that nothing declares (a typo such as
-  ``jumbo_mtu_value``), each with the closest declared names.
+  ``jumbo_mtu_value``, or ``bbr=false`` by analogy with ``rsync_daemon=true``), each with the closest declared names;
+  ``near_misses()``: names outside the namespaces that are one slip from a declared option (``rsync_deamon_users``).
 """
 
 import ast
@@ -27,17 +28,42 @@ PLAYBOOKS_DIR = os.path.join(BASE, 'playbooks')
 PLAYBOOK_SPEC = os.path.join(PLAYBOOKS_DIR, 'meta', 'argument_specs.yml')
 # The roles the tuning playbook checks, in the order it runs them (verify: the canary).
 ROLES = ('bbr', 'tcp_buffers', 'jumbo_mtu', 'rsync_daemon', 'hpn_ssh', 'verify')
-# The collection's namespaces: a variable named so is the collection's, and a spec declares it.
-NAMESPACE = re.compile(r'^(tcp_buffers_|bbr_|jumbo_mtu|rsync_daemon|hpn_ssh|verify_|wan_tune_|migrate_|nic_)')
+# The collection's namespaces: a variable named so is the collection's, and a spec declares it.  A role's name
+# alone (bbr, tcp_buffers) is in them too: -e bbr=false reads as "leave the role out", which it is not.
+NAMESPACE = re.compile(r'^(?:(?:tcp_buffers|bbr|jumbo_mtu|rsync_daemon|hpn_ssh|wan_tune)(?:_|$)|(?:verify|migrate|nic)_)')
+# How close a name outside the namespaces must be to a declared option to be taken for a slip (rsync_deamon_users).
+NEAR_MISS = 0.9
 _DEFAULT_FROM = re.compile(r'^\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\|\s*default\((.*)\)\s*\}\}$')
 _NAME = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*$')
 _CACHE = {}
-_LOADER = getattr(yaml, 'CSafeLoader', yaml.SafeLoader)
+
+
+class SpecError(Exception):
+    """A file of the collection that cannot be read; the message names it."""
+
+
+class _Loader(getattr(yaml, 'CSafeLoader', yaml.SafeLoader)):
+    """The safe loader (libyaml's where there is one) that also reads Ansible's tags (!unsafe, !vault) as plain
+    values: only the names matter here."""
+
+
+def _tagged(loader, suffix, node):
+    if isinstance(node, yaml.ScalarNode):
+        return loader.construct_scalar(node)
+    if isinstance(node, yaml.SequenceNode):
+        return loader.construct_sequence(node)
+    return loader.construct_mapping(node)
+
+
+_Loader.add_multi_constructor('!', _tagged)
 
 
 def _yaml(path):
-    with open(path) as handle:
-        return yaml.load(handle, Loader=_LOADER) or {}  # nosec B506: a safe loader, libyaml's where there is one
+    try:
+        with open(path) as handle:
+            return yaml.load(handle, Loader=_Loader) or {}  # nosec B506: a safe loader
+    except (OSError, yaml.YAMLError) as exc:
+        raise SpecError('bdp.wan_tune cannot read %s: %s' % (path, exc))
 
 
 def entry_points(path):
@@ -46,8 +72,16 @@ def entry_points(path):
 
 
 def playbook_options(playbook):
-    """The options of one playbook (wan_tune, migrate)."""
-    return entry_points(PLAYBOOK_SPEC)[playbook]
+    """The options of one playbook (wan_tune, verify, migrate)."""
+    key = ('playbook', playbook)
+    if key not in _CACHE:
+        _CACHE[key] = entry_points(PLAYBOOK_SPEC)[playbook]
+    return _CACHE[key]
+
+
+def role_names():
+    return frozenset(os.path.basename(os.path.dirname(os.path.dirname(path)))
+                     for path in glob.glob(os.path.join(ROLES_DIR, '*', 'meta', 'argument_specs.yml')))
 
 
 class Var(str):
@@ -117,7 +151,7 @@ def _task_names(node, found):
     elif isinstance(node, dict):
         if isinstance(node.get('register'), str):
             found.add(node['register'])
-        for key in ('ansible.builtin.set_fact', 'set_fact'):
+        for key in ('ansible.builtin.set_fact', 'ansible.legacy.set_fact', 'set_fact'):
             if isinstance(node.get(key), dict):
                 found.update(name for name in node[key] if name != 'cacheable')
         for key in ('block', 'rescue', 'always', 'tasks', 'pre_tasks', 'post_tasks', 'handlers'):
@@ -154,14 +188,18 @@ def options():
 
 def _fits(value, option):
     """Whether a value looks like what the option takes (a typo's likely meaning: -e jumbo_mtu=true means a
-    boolean, jumbo_mtu_value=70000 a number)."""
+    boolean, jumbo_mtu_value=70000 a number).  Only plain values are looked at (never a vaulted one)."""
     kind = option.get('type', 'str')
+    if isinstance(value, (list, tuple)):
+        return kind == 'list'
+    if isinstance(value, dict):
+        return kind == 'dict'
+    if type(value) not in (str, bool, int, float):
+        return False
     text = str(value).strip().lower()
     if kind == 'bool':
-        return isinstance(value, bool) or text in ('true', 'false', 'yes', 'no', 'on', 'off')
-    if isinstance(value, bool):
-        return False
-    number = isinstance(value, (int, float)) or text.isdigit()
+        return isinstance(value, bool) or text in ('true', 'false', 'yes', 'no', 'on', 'off', '1', '0')
+    number = not isinstance(value, bool) and (isinstance(value, (int, float)) or text.isdigit())
     if kind in ('int', 'float'):
         return number
     if kind == 'raw':
@@ -169,25 +207,23 @@ def _fits(value, option):
         source = default_source(default)
         fallback = source[1] if source else default
         return number and isinstance(fallback, (int, float)) and not isinstance(fallback, bool)
-    if kind == 'list':
-        return isinstance(value, (list, tuple))
-    return not number and not isinstance(value, (list, tuple, dict))
+    return kind == 'str' and not number
 
 
 def closest(name, value, count=3):
-    """The declared options a typo ``name`` (set to ``value``) most likely meant: by spelling, and before others
-    those that take such a value.  A role's name (-e jumbo_mtu=true, by analogy with -e rsync_daemon=true) means
-    the playbook's switch for that role and the role variables that a playbook input feeds."""
-    if os.path.isdir(os.path.join(ROLES_DIR, name)):
-        switches = [other for other in sorted(playbook_options('wan_tune')) if other.startswith(name + '_')]
-        fed = [other for other in sorted(options()) if other.startswith(name + '_') and fed_by_input(other)]
-        if switches or fed:
-            return (switches + fed)[:count]
+    """The declared options a typo ``name`` (set to ``value``) most likely meant: by spelling, those of the same role
+    and those that take such a value first.  A role's name (-e jumbo_mtu=true, by analogy with -e rsync_daemon=true)
+    means the playbook's switch for that role and the role variables that a playbook input feeds."""
+    if name in role_names():
+        return ([other for other in sorted(playbook_options('wan_tune')) if other.startswith(name + '_')]
+                + [other for other in sorted(options()) if other.startswith(name + '_') and fed_by_input(other)])[:count]
+    prefix = NAMESPACE.match(name)
     scored = []
     for other, option in options().items():
         ratio = difflib.SequenceMatcher(None, name, other).ratio()
         if ratio >= 0.6:
-            scored.append((ratio + (0.1 if _fits(value, dict(option, _name=other)) else 0), other))
+            same = 0.1 if prefix and other.startswith(prefix.group(0)) else 0
+            scored.append((ratio + same + (0.1 if _fits(value, dict(option, _name=other)) else 0), other))
     return [other for dummy, other in sorted(scored, key=lambda item: (-item[0], item[1]))[:count]]
 
 
@@ -197,6 +233,19 @@ def undeclared(variables):
     known = declared()
     return [(name, closest(name, variables[name])) for name in sorted(variables)
             if NAMESPACE.match(name) and name not in known]
+
+
+def near_misses(names):
+    """[(name, declared option)] for names outside the namespaces one slip from a declared option
+    (rsync_deamon_users, tcp_buffer_rate)."""
+    found = []
+    for name in sorted(names):
+        if NAMESPACE.match(name) or name in options():
+            continue
+        match = difflib.get_close_matches(name, sorted(options()), n=1, cutoff=NEAR_MISS)
+        if match:
+            found.append((name, match[0]))
+    return found
 
 
 def role_defaults():
@@ -218,10 +267,16 @@ def fed_by_input(name):
 def undeclared_message(name, closest):
     """'jumbo_mtu_value: no role or playbook of bdp.wan_tune declares this variable ...; did you mean
     jumbo_mtu_target (or -e mtu=...)?'"""
-    hints = ['%s (or -e %s=...)' % (other, fed_by_input(other)) if fed_by_input(other) else other
-             for other in closest]
-    text = ('%s: no role or playbook of bdp.wan_tune declares this variable, so nothing would read it (a typo?)'
-            % name)
+    hints = []
+    for other in closest:
+        feeder = fed_by_input(other)
+        hints.append('%s (or -e %s=...)' % (other, feeder) if feeder else other)
+    text = '%s: no role or playbook of bdp.wan_tune declares this variable, so nothing reads it (a typo?)' % name
     if hints:
         text += '; did you mean %s?' % (' or '.join(hints) if len(hints) < 3 else '%s, %s or %s' % tuple(hints))
-    return text + ' The variables are listed in docs/reference/roles and docs/roles.md.'
+    else:
+        text += '.'
+    if name in role_names():
+        text += ' To leave the role out of a run: --skip-tags %s.' % name
+    return text + (' Every variable is in the docs: docs/reference/roles and the playbook tables (docs/roles.md, '
+                   'docs/verify.md, docs/migration.md).')

@@ -896,22 +896,45 @@ def test_the_tls_daemon_inputs_are_refused_by_name_and_the_ca_key_never_shown(tm
     assert message.startswith("rsync_daemon_tls_senders[1]: 'ghost' is not a host of the inventory"), message
 
 
-def test_action_refuses_an_undeclared_variable_of_the_namespaces():
+def test_action_refuses_an_undeclared_variable_given_with_e(monkeypatch):
+    monkeypatch.setattr(vi, 'extra_var_names', lambda loader: frozenset(('rate', 'rtt', 'jumbo_mtu', 'jumbo_mtu_value',
+                                                                         'my_own_var', 'rsync_deamon_users')))
     result = run_action({'inventory_hostname': 'a', 'rate': '1g', 'rtt': '98', 'jumbo_mtu': 'true',
-                         'jumbo_mtu_value': '70000', 'my_own_var': 1})
+                         'jumbo_mtu_value': '70000', 'my_own_var': 1, 'rsync_deamon_users': 'hunter2'})
     assert result['failed'] is True
     lines = result['msg'].splitlines()
-    assert lines[0] == 'Inputs of host a are not usable (2 problems):'
+    assert lines[0] == 'Inputs of host a are not usable (3 problems):'
     assert lines[1].startswith('- jumbo_mtu: no role or playbook of bdp.wan_tune declares this variable')
     assert lines[2].startswith('- jumbo_mtu_value: ') and 'jumbo_mtu_target (or -e mtu=...)' in lines[2]
-    assert 'my_own_var' not in result['msg']
+    assert lines[3] == ('- rsync_deamon_users: no role or playbook of bdp.wan_tune declares this variable, so nothing '
+                        'reads it; did you mean rsync_daemon_users?')
+    assert 'my_own_var' not in result['msg'] and 'hunter2' not in result['msg'] and '70000' not in result['msg']
 
 
-def test_action_names_only_checks_the_names():
+def test_action_warns_of_an_undeclared_inventory_variable(monkeypatch):
+    # an inventory shared with other playbooks may hold a verify_* of its own: a warning, without the host's name
+    monkeypatch.setattr(vi, 'extra_var_names', lambda loader: frozenset(('rate', 'rtt')))
+    result = run_action({'inventory_hostname': 'a', 'rate': '1g', 'rtt': '98', 'verify_ssl': 'S3cret'})
+    assert result.get('failed') is not True, result
+    (warning,) = result['warnings']
+    assert warning.startswith('Inventory variable verify_ssl: no role or playbook of bdp.wan_tune declares')
+    assert 'S3cret' not in warning and 'host a' not in warning
+
+
+def test_action_names_only_checks_the_names(monkeypatch):
     # the verify and migrate playbooks: their roles check the values
+    monkeypatch.setattr(vi, 'extra_var_names', lambda loader: frozenset(('tcp_buffers_flows', 'migrate_sources')))
     result = run_action({'inventory_hostname': 'a', 'tcp_buffers_flows': 'four', 'migrate_sources': '/data'},
                         args={'names_only': True})
-    assert result['failed'] is True and 'migrate_sources: ' in result['msg'] and 'four' not in result['msg']
+    assert result['failed'] is True and 'migrate_sources: ' in result['msg'] and 'tcp_buffers_flows' not in result['msg']
     result = run_action({'inventory_hostname': 'a', 'migrate_source': '/data', 'verify_passed': True},
                         args={'names_only': True})
-    assert result.get('failed') is not True, result
+    assert result.get('failed') is not True and 'warnings' not in result, result
+
+
+def test_the_extra_vars_are_read_as_ansible_playbook_reads_them(monkeypatch):
+    from ansible import context
+    from ansible.parsing.dataloader import DataLoader
+
+    monkeypatch.setattr(context, 'CLIARGS', {'extra_vars': ('rate=1g jumbo_mtu_value=70000', '{"bbr": false}')})
+    assert vi.extra_var_names(DataLoader()) == frozenset(('rate', 'jumbo_mtu_value', 'bbr'))

@@ -5,7 +5,11 @@
 
 from __future__ import annotations
 
+import glob
+import os
+
 import pytest
+import yaml
 
 from ansible_collections.bdp.wan_tune.plugins.plugin_utils import specs
 
@@ -16,11 +20,16 @@ def message(name, value):
 
 
 def test_every_option_of_every_entry_point_is_declared():
-    for name in specs.options():
-        assert specs.undeclared({name: 'x'}) == [], name
-    for name in ('rate', 'rtt', 'mtu', 'wan_tune_serial', 'migrate_hosts', 'verify_hosts', 'migrate_source',
-                 'rsync_daemon_tls_migration'):
-        assert name in specs.options()
+    # read here on its own (yaml.safe_load), every entry point of every role and playbook
+    root = os.path.dirname(specs.ROLES_DIR)
+    paths = glob.glob(os.path.join(root, 'roles', '*', 'meta', 'argument_specs.yml')) + [specs.PLAYBOOK_SPEC]
+    names = set()
+    for path in paths:
+        with open(path) as handle:
+            for entry in yaml.safe_load(handle)['argument_specs'].values():
+                names.update(entry.get('options') or {})
+    assert len(paths) >= 9 and {'rate', 'migrate_hosts', 'verify_hosts', 'rollback_step', 'migrate_source'} <= names
+    assert specs.undeclared(dict.fromkeys(names, 'x')) == []
 
 
 def test_the_roles_results_are_declared():
@@ -47,6 +56,27 @@ def test_a_typo_names_what_was_meant():
     assert 'did you mean rsync_daemon_tls_senders' in message('rsync_daemon_tls_sender', ['a'])
     assert 'did you mean migrate_source' in message('migrate_sources', '/data')
     assert 'did you mean verify_streams' in message('verify_stream', '4')
+
+
+def test_a_role_name_is_not_a_switch():
+    # -e bbr=false reads as "leave the role out", which it is not: the message says how
+    text = message('bbr', 'false')
+    assert text.startswith('bbr: no role or playbook') and 'To leave the role out of a run: --skip-tags bbr.' in text
+    assert 'did you mean wan_tune_state' in message('wan_tune', 'absent')
+
+
+def test_a_slip_outside_the_namespaces_is_found():
+    assert specs.near_misses(['rsync_deamon_users', 'tcp_buffer_rate', 'ansible_host', 'rates', 'my_var']) == [
+        ('rsync_deamon_users', 'rsync_daemon_users'), ('tcp_buffer_rate', 'tcp_buffers_rate')]
+
+
+def test_ansible_tags_are_read(tmp_path):
+    path = tmp_path / 'vars.yml'
+    path.write_text('a: !unsafe "{{ x }}"\nb: !vault |\n  $ANSIBLE_VAULT;1.1;AES256\n  6162\n')
+    assert sorted(specs._yaml(str(path))) == ['a', 'b']
+    path.write_text('a: [\n')
+    with pytest.raises(specs.SpecError, match='cannot read .*vars.yml'):
+        specs._yaml(str(path))
 
 
 def test_a_name_like_no_other_gets_no_guess():
@@ -78,3 +108,47 @@ def test_default_source():
     assert source == ('ansible_host', 'inventory_hostname') and isinstance(source[1], specs.Var)
     assert specs.default_source("{{ lookup('env', 'PWD') }}/x") == ('', None)
     assert specs.default_source(4) is None
+
+
+VAR_KEYS = ('vars', 'extra_vars', 'set_fact', 'ansible.builtin.set_fact')
+
+
+def _variables(node, found, parent=None):
+    """The variable names a YAML tree sets: the keys of its vars, extra_vars and set_fact mappings, and of the host
+    and group variables of an inventory (host_vars/group_vars: {host: {name: value}})."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if parent in VAR_KEYS:
+                found.add(key)
+            if parent in ('host_vars', 'group_vars') and isinstance(value, dict):
+                found.update(value)
+            _variables(value, found, key)
+    elif isinstance(node, list):
+        for item in node:
+            _variables(item, found, parent)
+
+
+def test_the_collections_own_files_set_only_declared_names():
+    # every variable the roles, the playbooks and the Molecule scenarios set (defaults, vars, include_role vars,
+    # set_fact, inventories): a run of the collection's own content never trips the check
+    root = os.path.dirname(specs.ROLES_DIR)
+    found = set()
+    for path in glob.glob(os.path.join(root, 'roles', '*', 'defaults', '*.yml')) + \
+            glob.glob(os.path.join(root, 'roles', '*', 'vars', '*.yml')):
+        found.update(specs._yaml(path))
+    for pattern in ('roles/**/*.yml', 'playbooks/**/*.yml', 'molecule/**/*.yml'):
+        for path in glob.glob(os.path.join(root, pattern), recursive=True):
+            _variables(specs._yaml(path), found)
+    assert {'tcp_buffers_rate', 'rsync_daemon_modules', '__jumbo_mtu_config_root'} <= found     # the scan sees them
+    assert [name for name, dummy in specs.undeclared(dict.fromkeys(found, ''))] == []
+
+
+@pytest.mark.parametrize('playbook', ['wan_tune.yml', 'verify.yml', 'migrate.yml'])
+def test_every_playbook_checks_the_names_before_anything_runs(playbook):
+    # the first play that reaches the hosts stops every host on a refused name (any_errors_fatal) before any role runs
+    with open(os.path.join(specs.PLAYBOOKS_DIR, playbook)) as handle:
+        plays = yaml.safe_load(handle)
+    first = next(play for play in plays if play['hosts'] != 'localhost')
+    assert first['any_errors_fatal'] is True and 'roles' not in first
+    checks = [task for task in first['tasks'] if 'bdp.wan_tune.validate_inputs' in task]
+    assert checks and checks[0] is first['tasks'][0] and checks[0]['tags'] == ['always']

@@ -51,11 +51,13 @@ def daemon(tmp_path):
                     '    gid = root\n    hosts allow = 127.0.0.1\n' % (tmp_path, tmp_path, dest, secrets))
     proc = subprocess.Popen(['rsync', '--daemon', '--no-detach', '--address=127.0.0.1', '--port=%d' % port,
                              '--config=%s' % conf], stderr=subprocess.DEVNULL)
-    for dummy in range(50):
+    deadline = time.monotonic() + 60          # a loaded machine starts it late; the tests need it listening
+    while True:
         try:
             socket.create_connection(('127.0.0.1', port), 0.2).close()
             break
         except OSError:
+            assert proc.poll() is None and time.monotonic() < deadline, 'the test rsync daemon did not start'
             time.sleep(0.1)
     yield port, dest
     proc.terminate()
