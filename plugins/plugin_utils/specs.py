@@ -194,7 +194,7 @@ def _fits(value, option):
         return kind == 'list'
     if isinstance(value, dict):
         return kind == 'dict'
-    if type(value) not in (str, bool, int, float):
+    if not isinstance(value, (str, bool, int, float)):     # a vaulted value (EncryptedString) is none of them
         return False
     text = str(value).strip().lower()
     if kind == 'bool':

@@ -152,3 +152,15 @@ def test_every_playbook_checks_the_names_before_anything_runs(playbook):
     assert first['any_errors_fatal'] is True and 'roles' not in first
     checks = [task for task in first['tasks'] if 'bdp.wan_tune.validate_inputs' in task]
     assert checks and checks[0] is first['tasks'][0] and checks[0]['tags'] == ['always']
+
+
+def test_tagged_and_vaulted_values():
+    # what -e and the inventory give in ansible-core 2.19: tagged strings; a vaulted value is never read
+    from ansible.module_utils._internal._datatag import AnsibleTagHelper
+    from ansible.parsing.vault import EncryptedString
+    from ansible._internal._datatag._tags import Origin
+
+    tagged = AnsibleTagHelper.tag('70000', [Origin(description='<extra vars>')])
+    assert type(tagged) is not str and specs.closest('jumbo_mtu_value', tagged)[0] == 'jumbo_mtu_target'
+    vaulted = EncryptedString(ciphertext='$ANSIBLE_VAULT;1.1;AES256\n6162\n')
+    assert specs._fits(vaulted, {'type': 'str'}) is False
