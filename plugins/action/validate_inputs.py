@@ -38,6 +38,7 @@ from ansible_collections.bdp.wan_tune.plugins.module_utils.transfer import rsync
 from ansible_collections.bdp.wan_tune.plugins.module_utils.transfer import rsynctls as _rsynctls
 from ansible_collections.bdp.wan_tune.plugins.module_utils.tuning import kmod as _kmod
 from ansible_collections.bdp.wan_tune.plugins.module_utils.tuning import pathprobe as _pathprobe
+from ansible_collections.bdp.wan_tune.plugins.module_utils.verify import iperf3 as _iperf3
 from ansible_collections.bdp.wan_tune.plugins.plugin_utils import specs as _specs
 from ansible_collections.bdp.wan_tune.plugins.plugin_utils import tls_ca as _tls_ca
 
@@ -64,8 +65,8 @@ LIST_HINT = (" In inventory write a YAML list (%(name)s: [a, b]); on the command
 # Whole numbers read by bdp.whole_number, and their ranges: (lowest, highest or None, what is accepted).
 INT_RANGES = {
     'verify_streams': (_checks.STREAMS_MIN, _checks.STREAMS_MAX, _checks.streams_help(default=1)),
-    'verify_duration': (1, 3600, 'a whole number of seconds from 1 to 3600 (default 10)'),
-    'verify_omit': (0, 600, 'a whole number of seconds from 0 to 600 (default 3)'),
+    'verify_duration': (1, _iperf3.DURATION_MAX, _iperf3.DURATION_HELP + ' (default 10)'),
+    'verify_omit': (0, _iperf3.OMIT_MAX, _iperf3.OMIT_HELP + ' (default 3)'),
     'verify_report_html_runs': (1, None, 'a whole number of runs, 1 or more (default 20)'),
     'tcp_buffers_probe_port': (_checks.PORT_MIN, _checks.PORT_MAX, _checks.port_help(default=22)),
     'jumbo_mtu_proof_port': (_checks.PORT_MIN, _checks.PORT_MAX, _checks.port_help(default=45219)),
@@ -73,10 +74,10 @@ INT_RANGES = {
                                             'must fit in it'),
     'wan_tune_max_fail_percentage': (0, 100, 'a whole percentage from 0 to 100 (default 100: a batch goes on while '
                                              'any of its hosts succeeds)'),
-    'rsync_daemon_port': (_checks.PORT_MIN, _checks.PORT_MAX, _checks.port_help(default=873)),
-    'rsync_daemon_tls_port': (_checks.PORT_MIN, _checks.PORT_MAX, _checks.port_help(default=874)),
-    'rsync_daemon_tls_days': (31, 3650, 'a whole number of days from 31 to 3650 (default 180)'),
-    'rsync_daemon_streams': (1, 1024, 'a whole number of parallel streams from 1 to 1024 (default 4)'),
+    'rsync_daemon_port': (_checks.PORT_MIN, _checks.PORT_MAX, _checks.port_help(default=_rsyncd.PORT)),
+    'rsync_daemon_tls_port': (_checks.PORT_MIN, _checks.PORT_MAX, _rsynctls.PORT_HELP),
+    'rsync_daemon_tls_days': (_rsynctls.RENEW_DAYS + 1, _rsynctls.DAYS_MAX, _rsynctls.DAYS_HELP),
+    'rsync_daemon_streams': (1, _rsyncd.STREAMS_MAX, _rsyncd.STREAMS_HELP),
     'hpn_ssh_port': (_checks.PORT_MIN, _checks.PORT_MAX, _hpnssh.PORT_HELP),
     'jumbo_mtu_probe_count': (1, None, 'a whole number of ICMP echoes per probe size, 1 or more (default 3)'),
     'jumbo_mtu_platform_max_mtu': (0, _linkmtu.MAX_MTU, '0 (no limit of your own) or an MTU from %d to %d'
@@ -500,7 +501,7 @@ def check_host(variables, tcp_buffers=True, jumbo_mtu=True, play_peers=None, spe
         if all(values.get(var) is not None for var in variables if var in raw):
             problems.extend(_rsyncd.check(settings)[1])
             found = _tls_ca.problems(settings, inventory=inventory, sources=sources)
-            if not found and hostvars is not None and settings.get('transport', 'tls') != 'plain':
+            if not found and hostvars is not None and settings.get('transport', _rsyncd.TRANSPORT) != 'plain':
                 found = [conflict for conflict in [_tls_ca.migration_conflict(
                     host, hostvars, inventory or [], sources)] if conflict]
             problems.extend(found)

@@ -10,6 +10,7 @@ import os
 
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common import peers as _peers
 from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import target as _target
+from ansible_collections.bdp.wan_tune.plugins.module_utils.transfer import rsyncd as _rsyncd
 
 
 def receiver_of(values):
@@ -19,8 +20,8 @@ def receiver_of(values):
     return values.get('migrate_target') or values.get('wan_peer') or first
 
 
-def migrate_target(sender, hostvars, module='', user='', transport='tls', subdir='', source='', action='run',
-                   sources=None, streams='auto'):
+def migrate_target(sender, hostvars, module='', user='', transport=_rsyncd.TRANSPORT, subdir='', source='',
+                   action='run', sources=None, streams='auto'):
     """{problems: [...], ...the destination} of ``sender``'s migration: its receiver, and the senders of the
     inventory that share it (they share its module's connections, and none may write where another does)."""
     problems = []

@@ -12,7 +12,8 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.bdp.wan_tune.plugins.module_utils.transfer import rsynctls
 
 
-def rsync_tls_layout(migration, sources=None, client_dir=rsynctls.CLIENT_DIR, ca_dir=rsynctls.CA_DIR, port=874):
+def rsync_tls_layout(migration, sources=None, client_dir=rsynctls.CLIENT_DIR, ca_dir=rsynctls.CA_DIR,
+                     port=rsynctls.TLS_PORT):
     """The paths and environment of one migration (its name given, or derived from the inventory ``sources``)."""
     return rsynctls.layout(rsynctls.migration_name(migration, sources), client_dir, ca_dir, port)
 

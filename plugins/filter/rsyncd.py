@@ -21,7 +21,7 @@ def rsync_daemon_problems(settings, inventory=None, sources=None, hostvars=None,
         raise AnsibleFilterError('rsync_daemon_problems: expected a mapping of the daemon settings')
     dummy, problems = rsyncd.check(settings)
     problems += tls_ca.problems(settings, inventory=inventory, sources=sources)
-    if hostvars is not None and host and not problems and settings.get('transport', 'tls') != 'plain':
+    if hostvars is not None and host and not problems and settings.get('transport', rsyncd.TRANSPORT) != 'plain':
         conflict = tls_ca.migration_conflict(host, hostvars, inventory or [], sources)
         problems += [conflict] if conflict else []
     return problems

@@ -39,13 +39,13 @@ options:
     type: int
     default: 5201
   duration:
-    description: Seconds to measure (C(iperf3 -t)), after O(omit).
+    description: Seconds to measure (C(iperf3 -t)), after O(omit), from 1 to 3600.
     type: int
     default: 10
   omit:
     description:
       - Seconds at the start that are sent but not counted (C(iperf3 -O)), to leave slow start out of the result.
-        On long paths slow start takes several seconds; raise this for RTTs above 100 ms.
+        On long paths slow start takes several seconds; raise this for RTTs above 100 ms. From 0 to 600.
     type: int
     default: 2
   parallel:
@@ -629,8 +629,8 @@ class Verify(Verdict, Iperf3Run):
     def validate(self):
         p = self.params
         rules = (('port', checks.is_port(p['port']), checks.port_help(default=5201)),
-                 ('duration', 1 <= p['duration'] <= 86400, 'seconds from 1 to 86400'),
-                 ('omit', 0 <= p['omit'] <= 600, 'seconds from 0 to 600'),
+                 ('duration', 1 <= p['duration'] <= iperf3.DURATION_MAX, iperf3.DURATION_HELP),
+                 ('omit', 0 <= p['omit'] <= iperf3.OMIT_MAX, iperf3.OMIT_HELP),
                  ('parallel', checks.is_streams(p['parallel']), checks.streams_help(default=1)),
                  ('min_fraction', 0 < p['min_fraction'] <= 1, 'a fraction above 0 and at most 1, e.g. 0.7'),
                  ('retries', 0 <= p['retries'] <= 100, 'a count from 0 to 100'),

@@ -305,12 +305,12 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             host=dict(type='str', default='127.0.0.1'),
-            port=dict(type='int', default=873),
+            port=dict(type='int', default=rsyncd.PORT),
             modules=dict(type='list', elements='dict', required=True),
             secrets_path=dict(type='path', default='/etc/rsyncd.secrets', no_log=False),
             timeout=dict(type='int', default=30),
             tls=dict(type='dict', options=dict(
-                port=dict(type='int', default=874),
+                port=dict(type='int', default=rsyncd.TLS_PORT),
                 ca=dict(type='path', required=True),
                 cert=dict(type='path', required=True),
                 key=dict(type='path', required=True, no_log=False),

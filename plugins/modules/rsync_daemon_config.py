@@ -53,7 +53,7 @@ options:
       the top of the file says which.
     type: str
     choices: [tls, plain, both]
-    default: plain
+    default: tls
   tls_port:
     description: The TLS port, for the comment.
     type: int
@@ -355,8 +355,8 @@ ARGUMENT_SPEC = dict(
     # secrets_src, a password given here is refused)
     settings=dict(type='dict', default={}),
     secrets_src=dict(type='path'),
-    transport=dict(type='str', choices=['tls', 'plain', 'both'], default='plain'),
-    tls_port=dict(type='int', default=874),
+    transport=dict(type='str', choices=['tls', 'plain', 'both'], default=rsyncd.TRANSPORT),
+    tls_port=dict(type='int', default=rsyncd.TLS_PORT),
     conf_path=dict(type='path', default='/etc/rsyncd.conf'),
     secrets_path=dict(type='path', default='/etc/rsyncd.secrets', no_log=False),
     service=dict(type='str', default='rsync.service'),

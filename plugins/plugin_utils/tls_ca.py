@@ -131,7 +131,7 @@ def problems(settings, names=None, inventory=None, sources=None):
     (``<tls_ca_dir>/<migration>``: both files or neither, ca.key 0600).  ``inventory``: the inventory's host names;
     ``sources``: the inventory sources, from which the migration's name is derived when none is given."""
     found = rsynctls.check(settings, names, inventory)
-    if found or settings.get('transport', 'tls') == 'plain':
+    if found or settings.get('transport', rsynctls.TRANSPORT) == 'plain':
         return found
     if settings.get('tls_ca_cert'):
         try:
@@ -153,7 +153,7 @@ def migration_conflict(host, hostvars, hosts, sources=None):
     receivers = []
     for name in hosts:
         values = hostvars[name]
-        transport = values.get('rsync_daemon_transport', 'tls')
+        transport = values.get('rsync_daemon_transport', rsynctls.TRANSPORT)
         if not values.get('rsync_daemon_modules') or transport not in ('tls', 'both'):
             continue
         migration = rsynctls.migration_name(values.get('rsync_daemon_tls_migration') or '', sources)

@@ -39,6 +39,11 @@ RSYNC_FORWARD = (r'''^\s*(modules|users|streams|socket_options|auth_digest|hosts
                  r'''\{\{\s*rsync_daemon_\1\b''')
 RSYNC_FILES = ('plugins/**/*.py', 'roles/**/*.yml', 'playbooks/**/*.yml')
 
+RSYNCD, RSYNCTLS = 'plugins/module_utils/transfer/rsyncd.py', 'plugins/module_utils/transfer/rsynctls.py'
+# A transport default written as a literal: .get('transport', 'tls'), transport='plain' in a signature,
+# default='tls' beside a transport option.
+TRANSPORT_DEFAULT = (r'''(transport['"]\s*,\s*|\btransport=dict\(.*default=|\btransport=)['"](tls|plain|both)['"]''')
+
 Rule = collections.namedtuple('Rule', 'name kind pattern home context unless files')
 Rule.__new__.__defaults__ = (None, None, PY)
 
@@ -55,6 +60,20 @@ RULES = (
          'plugins/module_utils/transfer/rsyncd.py', files=RSYNC_FILES),
     Rule('an rsync setting handed on by name (the action plugin reads them by rsyncd.SETTINGS)', 'line',
          RSYNC_FORWARD, None, files=RSYNC_FILES),
+    Rule('the plain rsync port 873 (module_utils/transfer/rsyncd.py PORT)', 'number', r'873', RSYNCD),
+    Rule('the TLS port 874 (module_utils/transfer/rsyncd.py TLS_PORT)', 'number', r'874', RSYNCD),
+    Rule('the stream bound 1024 of the rsync daemon (module_utils/transfer/rsyncd.py STREAMS_MAX)', 'number',
+         r'1024', RSYNCD, context=r'(?i)stream', unless=r'//\s*1024\b'),
+    Rule('the stream range of the rsync daemon in words (rsyncd.STREAMS_HELP)', 'text', r'\b1 to 1024\b', None),
+    Rule('the certificate days 3650 (module_utils/transfer/rsynctls.py DAYS_MAX)', 'number', r'3650', RSYNCTLS),
+    Rule('the certificate days in words (rsynctls.DAYS_HELP)', 'text', r'\bto 3650\b', None),
+    Rule('the transport default tls (module_utils/transfer/rsyncd.py TRANSPORT)', 'line', TRANSPORT_DEFAULT, None),
+    Rule('the bound of a test\'s seconds 3600 (module_utils/verify/iperf3.py DURATION_MAX)', 'number', r'3600',
+         'plugins/module_utils/verify/iperf3.py', context=r'(?i)duration'),
+    Rule('the bound of the seconds left out 600 (module_utils/verify/iperf3.py OMIT_MAX)', 'number', r'600',
+         'plugins/module_utils/verify/iperf3.py', context=r'(?i)omit'),
+    Rule("the TLS files' names (module_utils/transfer/rsynctls.py SERVER_FILES, CLIENT_FILES, CA_FILES)", 'text',
+         r'^(host\.(crt|key)|ca\.(crt|key)|self\.(crt|key)|stunnel\.conf)$', RSYNCTLS),
 )
 DOC_BLOCKS = ('DOCUMENTATION', 'EXAMPLES', 'RETURN')
 
@@ -144,12 +163,16 @@ def test_each_rule_is_written_once():
 
 HOME_CHECKS = 'PORT_MIN, PORT_MAX = 1, 65535\nSTREAMS_MIN, STREAMS_MAX = 1, 128\n'
 HOME_BDP = "BOOL_HELP = 'true or false (also yes/no, on/off or 1/0, in any case)'\n"
-HOME_RSYNCD = "SETTINGS = ('modules', 'users', 'address', 'port')\n"
+HOME_RSYNCD = ("SETTINGS = ('modules', 'users', 'address', 'port')\nPORT, TLS_PORT, TRANSPORT = 873, 874, 'tls'\n"
+               "STREAMS, STREAMS_MAX = 4, 1024\n")
+HOME_IPERF3 = 'DURATION_MAX, OMIT_MAX = 3600, 600\n'
+HOME_RSYNCTLS = "DAYS, DAYS_MAX = 180, 3650\nSERVER_FILES = {'ca': 'ca.crt', 'cert': 'host.crt', 'key': 'host.key'}\n"
 
 
 def _tree(tmp_path, extra):
     for rel, text in dict({'plugins/module_utils/common/checks.py': HOME_CHECKS, 'plugins/module_utils/common/bdp.py': HOME_BDP,
-                           'plugins/module_utils/transfer/rsyncd.py': HOME_RSYNCD}, **extra).items():
+                           RSYNCD: HOME_RSYNCD, RSYNCTLS: HOME_RSYNCTLS,
+                           'plugins/module_utils/verify/iperf3.py': HOME_IPERF3}, **extra).items():
         path = tmp_path / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding='utf-8')
@@ -204,6 +227,35 @@ def test_a_second_rsync_settings_list_fails_with_its_place(tmp_path, rel, source
     problems = copies(root=_tree(tmp_path, {rel: source}))
     assert len(problems) == 1, problems
     assert rule in problems[0] and place in problems[0] and home in problems[0], problems
+
+
+@pytest.mark.parametrize('source, rule, place', [
+    ('def layout(port=874):\n    return port\n', 'TLS port 874', 'plugins/filter/fake.py:1'),
+    ("def f(settings):\n    return settings.get('port', 873)\n", 'plain rsync port 873', 'plugins/filter/fake.py:2'),
+    ("def f(streams):\n    return 1 <= streams <= 1024\n", 'stream bound 1024', 'plugins/filter/fake.py:2'),
+    ("HELP = 'a whole number of days from 31 to 3650'\n", 'certificate days in words', 'plugins/filter/fake.py:1'),
+    ("def f(days):\n    return days <= 3650\n", 'certificate days 3650', 'plugins/filter/fake.py:2'),
+    ("def f(settings):\n    return settings.get('transport', 'tls') != 'plain'\n", 'transport default',
+     'plugins/filter/fake.py:2'),
+    ("def render(transport='plain'):\n    return transport\n", 'transport default', 'plugins/filter/fake.py:1'),
+    ("KEY = 'host.key'\n", "TLS files' names", 'plugins/filter/fake.py:1'),
+    ("def f(duration):\n    return 1 <= duration <= 3600\n", "test's seconds 3600", 'plugins/filter/fake.py:2'),
+])
+def test_a_second_tls_rule_fails_with_its_place(tmp_path, source, rule, place):
+    problems = copies(root=_tree(tmp_path, {'plugins/filter/fake.py': source}))
+    assert len(problems) == 1 and rule in problems[0] and place in problems[0], problems
+
+
+def test_the_role_defaults_are_the_rules_of_module_utils():
+    # Ansible reads the role's defaults/main.yml, the Python its constants: the two agree
+    from ansible_collections.bdp.wan_tune.plugins.module_utils.transfer import rsyncd, rsynctls
+    with open(os.path.join(ROOT, 'roles', 'rsync_daemon', 'defaults', 'main.yml'), encoding='utf-8') as handle:
+        defaults = yaml.safe_load(handle)
+    assert (defaults['rsync_daemon_port'], defaults['rsync_daemon_tls_port'], defaults['rsync_daemon_transport'],
+            defaults['rsync_daemon_streams'], defaults['rsync_daemon_tls_days']) == \
+        (rsyncd.PORT, rsyncd.TLS_PORT, rsyncd.TRANSPORT, rsyncd.STREAMS, rsynctls.DAYS)
+    with open(os.path.join(ROOT, 'roles', 'migrate', 'defaults', 'main.yml'), encoding='utf-8') as handle:
+        assert yaml.safe_load(handle)['migrate_transport'] == rsyncd.TRANSPORT
 
 
 def test_a_line_rule_names_the_file_and_line(tmp_path):

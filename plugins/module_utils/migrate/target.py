@@ -17,7 +17,7 @@ SUBDIR_RE = re.compile(r'^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$')
 SUBDIR_HELP = ('a directory name of at most 128 letters, digits, _ . - (the sender\'s inventory name by default), or / '
                'for the module\'s own directory')
 # rsync_daemon's defaults, for a receiver whose inventory leaves them out (role defaults are not host variables)
-DAEMON_DEFAULTS = {'transport': 'tls', 'port': 873, 'tls_port': 874, 'streams': 4, 'address': 'all',
+DAEMON_DEFAULTS = {'transport': rsyncd.TRANSPORT, 'port': rsyncd.PORT, 'tls_port': rsyncd.TLS_PORT, 'streams': rsyncd.STREAMS, 'address': 'all',
                    'allow_self': True, 'auth_digest': 'sha256', 'socket_options': '', 'hosts_allow': [],
                    'users': [], 'modules': [], 'tls_migration': '', 'tls_client_dir': rsynctls.CLIENT_DIR}
 
@@ -31,7 +31,7 @@ def daemon_settings(receiver_vars):
     return dict((key, receiver_vars.get(rsyncd.PREFIX + key, default)) for key, default in DAEMON_DEFAULTS.items())
 
 
-def target(sender, receiver, receiver_vars, sender_address, module=None, user=None, transport='tls',
+def target(sender, receiver, receiver_vars, sender_address, module=None, user=None, transport=rsyncd.TRANSPORT,
            subdir=None, sources=None):
     """The destination of ``sender``'s tree on ``receiver``: {receiver, module, path, dest, owners (whether the module
     runs as root, so that files keep their owners and groups), user, port, transport, max_connections, client (the

@@ -18,6 +18,14 @@ from ansible_collections.bdp.wan_tune.plugins.module_utils.common.bdp import rea
 # rsync_daemon_config collects them from the host's variables and hands them to the module in its option settings;
 # validate_inputs and the filter rsync_daemon_problems check them with check() below.
 PREFIX = 'rsync_daemon_'
+# The daemon's defaults and bounds, written once for the collection's Python (the role's defaults/main.yml states the
+# defaults for Ansible; tests/unit/test_one_rule.py keeps them in one place, test_role_argument_specs.py equal).
+PORT = 873                  # rsync's own port: the plain transport
+TLS_PORT = 874              # rsync-ssl's default: the TLS transport
+TRANSPORT = 'tls'
+STREAMS, STREAMS_MAX = 4, 1024
+STREAMS_HELP = ('a whole number from 1 to %d (default %d): the parallel streams you plan, one rsync connection each'
+                % (STREAMS_MAX, STREAMS))
 SETTINGS = ('modules', 'users', 'address', 'port', 'streams', 'socket_options', 'auth_digest', 'hosts_allow',
             'allow_self')
 # Module paths below these are read-only for Debian's rsync.service (ProtectSystem=full).
@@ -151,15 +159,13 @@ def check_socket_options(problems, name, value):
 def _check_scalars(problems, settings, names):
     """state, address, port, streams, auth digest, socket options: {key: value} of the usable ones."""
     out = {}
-    port = checks.read_port(settings.get('port', 873))
+    port = checks.read_port(settings.get('port', PORT))
     if port is None:
-        problems.add(names['port'], settings.get('port'), 'is not a TCP port', checks.port_help(default=873))
+        problems.add(names['port'], settings.get('port'), 'is not a TCP port', checks.port_help(default=PORT))
     out['port'] = port
-    streams = read_whole(settings.get('streams', 4))
-    if streams is None or not 1 <= streams <= 1024:
-        problems.add(names['streams'], settings.get('streams'), 'is not a number of streams',
-                     'a whole number from 1 to 1024 (default 4): the parallel streams you plan, one rsync connection '
-                     'each')
+    streams = read_whole(settings.get('streams', STREAMS))
+    if streams is None or not 1 <= streams <= STREAMS_MAX:
+        problems.add(names['streams'], settings.get('streams'), 'is not a number of streams', STREAMS_HELP)
     out['streams'] = streams
     address = settings.get('address', 'all')
     if address in (None, ''):
@@ -357,8 +363,8 @@ TRANSPORT_NOTES = {
 }
 
 
-def render_config(plan, header='', secrets_file='/etc/rsyncd.secrets', auth_digest=True, transport='plain',
-                  tls_port=874):
+def render_config(plan, header='', secrets_file='/etc/rsyncd.secrets', auth_digest=True, transport=TRANSPORT,
+                  tls_port=TLS_PORT):
     """rsyncd.conf for ``plan`` (from check()).  ``auth_digest``: whether this rsync knows the parameter.
     ``transport``: only the comment at the top says how the daemon is reached."""
     def yes(flag):

@@ -33,7 +33,7 @@ import uuid
 
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common import checks
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common.bdp import read_whole
-from ansible_collections.bdp.wan_tune.plugins.module_utils.transfer.rsyncd import Problems
+from ansible_collections.bdp.wan_tune.plugins.module_utils.transfer.rsyncd import PORT, TLS_PORT, TRANSPORT, Problems
 
 # The TLS settings (the role's variables rsync_daemon_<key>) that check() and plugin_utils/tls_ca.py problems() read,
 # besides the daemon's port (rsyncd.SETTINGS).
@@ -65,6 +65,8 @@ CLIENT_FILES = {'ca': 'ca.crt', 'cert': 'host.crt', 'key': 'host.key'}
 CA_FILES = {'cert': 'ca.crt', 'key': 'ca.key'}
 # Days before the end of a certificate's validity at which it is renewed (and a CA is refused).
 RENEW_DAYS = 30
+# The certificates' validity in days: the default and the most.
+DAYS, DAYS_MAX = 180, 3650
 CA_DAYS = 825
 ENV_ORDER = ('RSYNC_SSL_CA_CERT', 'RSYNC_SSL_CERT', 'RSYNC_SSL_KEY', 'RSYNC_SSL_PORT')
 RSYNC = '/usr/bin/rsync'
@@ -75,7 +77,7 @@ RSYNC = '/usr/bin/rsync'
 SERVER_MESSAGES = '-M--no-msgs2stderr'
 
 
-def layout(migration, client_dir=CLIENT_DIR, ca_dir=CA_DIR, port=874):
+def layout(migration, client_dir=CLIENT_DIR, ca_dir=CA_DIR, port=TLS_PORT):
     """Every path of the TLS daemon for one migration: {migration, name (the stunnel and libwrap service), service,
     unit, wrap, server: {dir, ca, cert, key, conf, self_cert, self_key}, client: {dir, ca, cert, key}, ca: {dir,
     cert, key}, env, env_vars, ciphersuites, ciphers, ca_days, server_messages (the rsync option that brings the
@@ -154,8 +156,8 @@ def validity(cert_not_after, ca_not_after, days, now=None):
 DNS_RE = re.compile(r'^(?=.{1,253}$)([A-Za-z0-9_*]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)'
                     r'(\.[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*\.?$')
 NAME_HELP = 'a list of DNS names or IP addresses the senders use to reach the host, such as [rsync-b.dc2.example.org, 198.18.3.12]'
-PORT_HELP = checks.port_help(default=874, extra=', other than rsync_daemon_port')
-DAYS_HELP = 'a whole number of days from %d to 3650 (default 180)' % (RENEW_DAYS + 1)
+PORT_HELP = checks.port_help(default=TLS_PORT, extra=', other than rsync_daemon_port')
+DAYS_HELP = 'a whole number of days from %d to %d (default %d)' % (RENEW_DAYS + 1, DAYS_MAX, DAYS)
 PEM_CERT_RE = re.compile(r'-----BEGIN CERTIFICATE-----[A-Za-z0-9+/=\s]+-----END CERTIFICATE-----')
 SENDERS_HELP = 'a list of inventory host names (the hosts that send to this receiver), or [] for its wan_peers'
 
@@ -200,19 +202,19 @@ def check(settings, names=None, inventory=None):
         return names.get(key, 'rsync_daemon_' + key)
 
     problems = Problems()
-    transport = settings.get('transport', 'tls')
+    transport = settings.get('transport', TRANSPORT)
     if transport not in TRANSPORTS:
         problems.add(name('transport'), transport, 'is not a transport', TRANSPORT_HELP)
         return list(problems)
     if transport == 'plain':
         return list(problems)
-    port, plain_port = checks.read_port(settings.get('tls_port', 874)), checks.read_port(settings.get('port', 873))
+    port, plain_port = checks.read_port(settings.get('tls_port', TLS_PORT)), checks.read_port(settings.get('port', PORT))
     if port is None:
         problems.add(name('tls_port'), settings.get('tls_port'), 'is not a TCP port', PORT_HELP)
     elif port == plain_port:
         problems.add(name('tls_port'), port, 'is also %s, the plain daemon\'s port' % name('port'), PORT_HELP)
-    days = read_whole(settings.get('tls_days', 180))
-    if days is None or not RENEW_DAYS < days <= 3650:
+    days = read_whole(settings.get('tls_days', DAYS))
+    if days is None or not RENEW_DAYS < days <= DAYS_MAX:
         problems.add(name('tls_days'), settings.get('tls_days'), 'is not a validity in days (a certificate is renewed '
                      '%d days before its end)' % RENEW_DAYS, DAYS_HELP)
     extra = settings.get('tls_names') or []

@@ -24,6 +24,10 @@ import re
 MIN_VERSION = (3, 1)             # JSON with end.sum_sent / sum_received, --logfile, -I
 CONNECT_TIMEOUT_VERSION = (3, 2)  # --connect-timeout
 ONE_OFF_IDLE_EXIT_VERSION = (3, 11)  # before 3.11 --idle-timeout restarts a --one-off server instead of ending it
+# A test's seconds (iperf3 -t) and its slow start left out (-O): the ranges the module and the verify role accept.
+DURATION_MAX, OMIT_MAX = 3600, 600
+DURATION_HELP = 'a whole number of seconds from 1 to %d' % DURATION_MAX
+OMIT_HELP = 'a whole number of seconds from 0 to %d' % OMIT_MAX
 
 _VERSION = re.compile(r'iperf\s+(?:version\s+)?(3)\.(\d+)(?:\.(\d+))?')
 _BAD_NUMBER = re.compile(r'(?<![\w.])-?(?:nan|inf(?:inity)?)(?![\w.])', re.IGNORECASE)
