@@ -3,9 +3,10 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Action plugin for ``bdp.wan_tune.rsync_daemon_config``: the passwords never become module arguments.
 
-The daemon's settings are the host's variables ``rsync_daemon_<key>`` for every key of module_utils/transfer/rsyncd.py
-SETTINGS (the one list), collected here, with the task's own ``settings`` over them.  The users ({name, password})
-are checked here (no password in any message), the secrets file (``user:password`` lines) is rendered here and
+The daemon's settings are the task's ``settings`` (keys of module_utils/transfer/rsyncd.py SETTINGS, the one list),
+as the role's task gives them, in sight.  Only the users ({name, password}) come from the host's variable
+``rsync_daemon_users`` where the task leaves them out, so that no password is ever a task argument.  They are checked
+here (no password in any message), the secrets file (``user:password`` lines) is rendered here and
 handed to the module in a file (plugins/plugin_utils/secret_transfer.py).  The module receives the user names and
 the file's path only, so no password can reach the host's journal ("Invoked with"), the task result or -vvv,
 whatever characters it holds.
@@ -38,14 +39,14 @@ class ActionModule(ActionBase):
     TRANSFERS_FILES = True
 
     def settings(self, given, task_vars):
-        """(settings, problems): the host's rsync_daemon_<key> variables of rsyncd.SETTINGS, the task's over them."""
+        """(settings, problems): the task's settings; the users, where it leaves them out, from rsync_daemon_users."""
         if not isinstance(given, dict) or set(given) - set(rsyncd.SETTINGS):
             return None, ['settings: %s; expected a mapping with the keys %s only.' % (
                 'has the unknown keys %s' % ', '.join(sorted(set(given) - set(rsyncd.SETTINGS)))
                 if isinstance(given, dict) else 'is not a mapping', ', '.join(rsyncd.SETTINGS))]
-        settings = dict((key, self._templar.template(task_vars[rsyncd.PREFIX + key])) for key in rsyncd.SETTINGS
-                        if rsyncd.PREFIX + key in task_vars and key not in given)
-        settings.update(given)
+        settings = dict(given)
+        if 'users' not in settings and rsyncd.PREFIX + 'users' in task_vars:
+            settings['users'] = self._templar.template(task_vars[rsyncd.PREFIX + 'users'])
         return settings, []
 
     def run(self, tmp=None, task_vars=None):
@@ -56,10 +57,11 @@ class ActionModule(ActionBase):
         unknown = sorted(set(args) - set(ARGUMENT_SPEC))
         if unknown:
             # names only: the values may hold passwords
+            verb = 'is not an option' if len(unknown) == 1 else 'are not options'
             result.update(failed=True, msg='%s %s of bdp.wan_tune.rsync_daemon_config (nothing was sent to the host, '
-                          'nothing was changed); give the daemon settings (%s) in settings, or as the host variables '
-                          'rsync_daemon_<setting>.' % (', '.join(unknown), 'is not an option' if len(unknown) == 1
-                                                       else 'are not options', ', '.join(rsyncd.SETTINGS)))
+                          'nothing was changed); give the daemon settings (%s) in settings, and the users with their '
+                          'passwords as the host variable rsync_daemon_users.'
+                          % (', '.join(unknown), verb, ', '.join(rsyncd.SETTINGS)))
             return result
         if args.get('secrets_src') is not None:
             result.update(failed=True, msg='secrets_src is set by the action plugin itself; give the passwords in '

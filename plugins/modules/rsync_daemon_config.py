@@ -36,11 +36,12 @@ options:
   settings:
     description:
       - The daemon's settings, keyed as the role's variables without the prefix C(rsync_daemon_), for example
-        C(modules) for C(rsync_daemon_modules); P(bdp.wan_tune.rsync_daemon#role) documents each. The action plugin
-        takes every one that is not given here from the host's variable (the list is C(SETTINGS) in
-        C(module_utils/transfer/rsyncd.py)), so the role passes none.
+        C(modules) for C(rsync_daemon_modules); P(bdp.wan_tune.rsync_daemon#role) documents each (the keys are
+        C(SETTINGS) in C(module_utils/transfer/rsyncd.py)). A setting left out takes the module's default.
       - The passwords of C(users) (V({name, password})) are checked on the controller and written into the secrets
-        file there; the module receives the user names only, and refuses a password.
+        file there; the module receives the user names only, and refuses a password. Where C(users) is left out, the
+        action plugin reads the host's variable C(rsync_daemon_users), so that a password is never a task argument
+        either (the role passes it so).
     type: dict
     default: {}
   secrets_src:
@@ -83,12 +84,16 @@ notes:
 """
 
 EXAMPLES = r"""
-- name: Write the daemon's configuration from the host's rsync_daemon_* variables
+- name: Write the daemon's configuration (the users with their passwords from the host's rsync_daemon_users)
   bdp.wan_tune.rsync_daemon_config:
+    settings:
+      modules:
+        - {name: incoming, path: /srv/incoming, read_only: false, auth_users: [migrate], hosts_allow: [198.18.3.1]}
+      streams: 4
     transport: tls
   register: rsync_daemon_result
 
-- name: The same with settings of the task's own (the others still from the host's variables)
+- name: The same with the users given here
   bdp.wan_tune.rsync_daemon_config:
     settings:
       modules:

@@ -35,8 +35,11 @@ PY = ('plugins/**/*.py',)
 # setting on to its role variable (address and port are left out: tls.yml and verify.yml pass those single values).
 RSYNC_NAMES = r'(?:modules|users|address|port|streams|socket_options|auth_digest|hosts_allow|allow_self)'
 RSYNC_SEQUENCE = r'\s*,\s*'.join(r"""(['"])(?:rsync_daemon_)?%s\%d""" % (RSYNC_NAMES, n) for n in (1, 2, 3))
-RSYNC_FORWARD = (r'''^\s*(modules|users|streams|socket_options|auth_digest|hosts_allow|allow_self):\s*["']?'''
+RSYNC_FORWARD = (r'''^\s*(modules|streams|socket_options|auth_digest|hosts_allow|allow_self):\s*["']?'''
                  r'''\{\{\s*rsync_daemon_\1\b''')
+# The passwords as a task argument: never (the action plugin reads rsync_daemon_users itself).
+RSYNC_USERS_FORWARD = r'''^\s*users:\s*["']?\{\{\s*rsync_daemon_users\b'''
+PRESENT = 'roles/rsync_daemon/tasks/present.yml'
 RSYNC_FILES = ('plugins/**/*.py', 'roles/**/*.yml', 'playbooks/**/*.yml')
 
 RSYNCD, RSYNCTLS = 'plugins/module_utils/transfer/rsyncd.py', 'plugins/module_utils/transfer/rsynctls.py'
@@ -58,8 +61,10 @@ RULES = (
          'plugins/module_utils/common/bdp.py'),
     Rule('the list of rsync settings (module_utils/transfer/rsyncd.py SETTINGS)', 'line', RSYNC_SEQUENCE,
          'plugins/module_utils/transfer/rsyncd.py', files=RSYNC_FILES),
-    Rule('an rsync setting handed on by name (the action plugin reads them by rsyncd.SETTINGS)', 'line',
-         RSYNC_FORWARD, None, files=RSYNC_FILES),
+    Rule('an rsync setting handed on by name (the one task that hands them to rsync_daemon_config)', 'line',
+         RSYNC_FORWARD, PRESENT, files=RSYNC_FILES),
+    Rule('the passwords handed on as a task argument (the action plugin reads rsync_daemon_users)', 'line',
+         RSYNC_USERS_FORWARD, None, files=RSYNC_FILES),
     Rule('the plain rsync port 873 (module_utils/transfer/rsyncd.py PORT)', 'number', r'873', RSYNCD),
     Rule('the TLS port 874 (module_utils/transfer/rsyncd.py TLS_PORT)', 'number', r'874', RSYNCD),
     Rule('the stream bound 1024 of the rsync daemon (module_utils/transfer/rsyncd.py STREAMS_MAX)', 'number',
@@ -165,6 +170,7 @@ HOME_CHECKS = 'PORT_MIN, PORT_MAX = 1, 65535\nSTREAMS_MIN, STREAMS_MAX = 1, 128\
 HOME_BDP = "BOOL_HELP = 'true or false (also yes/no, on/off or 1/0, in any case)'\n"
 HOME_RSYNCD = ("SETTINGS = ('modules', 'users', 'address', 'port')\nPORT, TLS_PORT, TRANSPORT = 873, 874, 'tls'\n"
                "STREAMS, STREAMS_MAX = 4, 1024\n")
+HOME_PRESENT = '- x:\n    settings:\n      modules: "{{ rsync_daemon_modules }}"\n'
 HOME_IPERF3 = 'DURATION_MAX, OMIT_MAX = 3600, 600\n'
 HOME_RSYNCTLS = "DAYS, DAYS_MAX = 180, 3650\nSERVER_FILES = {'ca': 'ca.crt', 'cert': 'host.crt', 'key': 'host.key'}\n"
 
@@ -172,7 +178,8 @@ HOME_RSYNCTLS = "DAYS, DAYS_MAX = 180, 3650\nSERVER_FILES = {'ca': 'ca.crt', 'ce
 def _tree(tmp_path, extra):
     for rel, text in dict({'plugins/module_utils/common/checks.py': HOME_CHECKS, 'plugins/module_utils/common/bdp.py': HOME_BDP,
                            RSYNCD: HOME_RSYNCD, RSYNCTLS: HOME_RSYNCTLS,
-                           'plugins/module_utils/verify/iperf3.py': HOME_IPERF3}, **extra).items():
+                           'plugins/module_utils/verify/iperf3.py': HOME_IPERF3, PRESENT: HOME_PRESENT},
+                          **extra).items():
         path = tmp_path / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding='utf-8')
@@ -220,8 +227,10 @@ def test_a_home_that_lost_its_rule_fails(tmp_path):
 @pytest.mark.parametrize('rel, source, rule, place, home', [
     ('plugins/action/fake.py', "KEYS = ['rsync_daemon_modules', 'rsync_daemon_users', 'rsync_daemon_port']\n",
      'list of rsync settings', 'plugins/action/fake.py:1', 'plugins/module_utils/transfer/rsyncd.py:1'),
-    ('roles/rsync_daemon/tasks/present.yml', '- x:\n    users: "{{ rsync_daemon_users }}"\n',
-     'rsync setting handed on by name', 'roles/rsync_daemon/tasks/present.yml:2', 'module_utils'),
+    (PRESENT, HOME_PRESENT + '      users: "{{ rsync_daemon_users }}"\n',
+     'passwords handed on as a task argument', PRESENT + ':4', 'module_utils'),
+    ('roles/migrate/tasks/x.yml', '- x:\n    streams: "{{ rsync_daemon_streams }}"\n',
+     'rsync setting handed on by name', 'roles/migrate/tasks/x.yml:2', PRESENT + ':3'),
 ])
 def test_a_second_rsync_settings_list_fails_with_its_place(tmp_path, rel, source, rule, place, home):
     problems = copies(root=_tree(tmp_path, {rel: source}))

@@ -184,22 +184,23 @@ def test_absent_transfers_nothing(paths, run_module, monkeypatch):
 
 
 @needs_root
-def test_the_settings_come_from_the_hosts_variables_by_the_one_list(paths, run_module, monkeypatch):
-    """The role passes no settings: the action plugin takes rsync_daemon_<key> for each key of rsyncd.SETTINGS and
-    nothing else (not the CA's private key), and a setting of the task's own wins over the variable."""
+def test_the_settings_come_from_the_task_and_only_the_users_from_the_hosts_variable(paths, run_module, monkeypatch):
+    """The task's settings are the daemon's (in sight, as the role's task gives them); the action plugin reads only
+    rsync_daemon_users itself (the passwords are never a task argument), and no other rsync_daemon_* variable:
+    not the CA's private key, not a port the task did not give."""
     own = settings(paths)
-    task_vars = dict(('rsync_daemon_' + key, value) for key, value in own.items())
-    task_vars.update(rsync_daemon_streams='2', rsync_daemon_port=8873, rsync_daemon_tls_ca_key='CA-PRIVATE-KEY',
-                     rsync_daemon_state='present', inventory_hostname='b')
+    users = own.pop('users')
+    task_vars = {'rsync_daemon_users': users, 'rsync_daemon_streams': '2', 'rsync_daemon_port': 8873,
+                 'rsync_daemon_tls_ca_key': 'CA-PRIVATE-KEY', 'inventory_hostname': 'b'}
     harness = Harness(paths, run_module, monkeypatch)
-    result = harness.run(task_args(paths, {'streams': 3}), task_vars)
+    result = harness.run(task_args(paths, dict(own, streams=3)), task_vars)
     assert result['rc'] == 0 and result['changed'] is True, result.get('msg')
     sent = harness.module_args[0]['settings']
-    assert sorted(sent) == sorted(set(rsyncd.SETTINGS) & set(own) | {'streams', 'port'})
-    assert sent['streams'] == 3 and sent['port'] == 8873 and 'CA-PRIVATE-KEY' not in json.dumps(harness.module_args)
+    assert sorted(sent) == sorted(set(own) | {'streams', 'users'})
+    assert sent['streams'] == 3 and 'port' not in sent and 'CA-PRIVATE-KEY' not in json.dumps(harness.module_args)
+    assert [user['name'] for user in sent['users']] == list(PASSWORDS)
     assert leaks(json.dumps(harness.module_args)) == [] and 'max connections = 3' in (paths / 'rsyncd.conf').read_text()
-    unknown = Harness(paths, run_module, monkeypatch).run(task_args(paths, {'tls_ca_key': 'x', 'colour': 1}))
-    assert unknown['failed'] and 'settings: has the unknown keys colour, tls_ca_key' in unknown['msg']
+    assert rsyncd.parse_secrets((paths / 'rsyncd.secrets').read_text('utf-8')) == PASSWORDS
 
 
 def test_the_module_refuses_a_password_argument_and_a_missing_secrets_file(paths, run_module, monkeypatch):
