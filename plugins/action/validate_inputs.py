@@ -24,7 +24,6 @@ import re
 
 import yaml
 
-from ansible import context
 from ansible.errors import AnsibleError
 from ansible.plugins.action import ActionBase
 from ansible.utils.vars import load_extra_vars
@@ -597,15 +596,10 @@ def names_for_plan(names):
             'headroom': names['tcp_buffers_headroom'], 'flows': names['tcp_buffers_flows']}
 
 
-_EXTRA = {}
-
-
 def extra_var_names(loader):
-    """The names this run was given with -e (read as ansible-playbook read them), once per run."""
-    key = tuple(context.CLIARGS.get('extra_vars', ()))
-    if key not in _EXTRA:
-        _EXTRA[key] = frozenset(load_extra_vars(loader))
-    return _EXTRA[key]
+    """The names this run was given with -e: ansible-playbook read them before it forked (load_extra_vars keeps
+    what it read, so this reads nothing again)."""
+    return frozenset(load_extra_vars(loader))
 
 
 def name_checks(variables, extra):
@@ -614,15 +608,14 @@ def name_checks(variables, extra):
     ``extra``) it stops the run; from the inventory it is a warning (an inventory shared with other playbooks may
     hold a verify_* or migrate_* of its own), worded without the host so that Ansible shows it once."""
     problems, warnings = [], []
-    for name, closest in _specs.undeclared(variables):
-        message = _specs.undeclared_message(name, closest)
+    found = [(name, _specs.undeclared_message(name, closest)) for name, closest in _specs.undeclared(variables)]
+    found += [(name, '%s: no role or playbook of bdp.wan_tune declares this variable, so nothing reads it; did you mean '
+                     '%s?' % (name, option)) for name, option in _specs.near_misses(variables)]
+    for name, message in found:
         if name in extra:
             problems.append(message)
         else:
-            warnings.append('Inventory variable ' + message)
-    for name, option in _specs.near_misses(extra):
-        problems.append('%s: no role or playbook of bdp.wan_tune declares this variable, so nothing reads it; did you '
-                        'mean %s?' % (name, option))
+            warnings.append('Host variable ' + message)
     return problems, warnings
 
 

@@ -93,7 +93,7 @@ EXAMPLES = r"""
     transport: tls
   register: rsync_daemon_result
 
-- name: The same with the users given here
+- name: The same from a list of its own (no users given, so their passwords come from the host's rsync_daemon_users)
   bdp.wan_tune.rsync_daemon_config:
     settings:
       modules:
@@ -102,9 +102,6 @@ EXAMPLES = r"""
           read_only: false
           auth_users: [migrate]
           hosts_allow: [198.18.3.0/24]
-      users:
-        - name: migrate
-          password: "{{ vault_rsync_password }}"
       streams: 8
 """
 
@@ -356,8 +353,8 @@ def absent(module, params, result):
 # The options; the action plugin refuses any other before it sends anything to the host.
 ARGUMENT_SPEC = dict(
     state=dict(type='str', choices=['present', 'absent'], default='present'),
-    # rsyncd.SETTINGS, as the action plugin collects them; the users by name only (the passwords come in
-    # secrets_src, a password given here is refused)
+    # rsyncd.SETTINGS, as the role's task gives them; the users by name only (the passwords come in secrets_src, a
+    # password given here is refused)
     settings=dict(type='dict', default={}),
     secrets_src=dict(type='path'),
     transport=dict(type='str', choices=['tls', 'plain', 'both'], default=rsyncd.TRANSPORT),

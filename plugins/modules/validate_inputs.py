@@ -18,10 +18,12 @@ description:
     of its C(defaults/main.yml)) and the playbook's own variables (C(playbooks/meta/argument_specs.yml), entry
     point C(wan_tune)), as the host's variables give them. C(rate) and C(rtt) may be V(auto); C(rtt=auto) needs
     peers.
-  - A variable of the collection's namespaces (C(tcp_buffers_*), C(bbr_*), C(jumbo_mtu*), C(rsync_daemon*),
-    C(hpn_ssh*), C(verify_*), C(wan_tune_*), C(migrate_*), C(nic_*)) that no role or playbook declares, as an option
-    of its argument specification or as a result its tasks register, is refused with the closest declared names
-    (C(jumbo_mtu_value) names C(jumbo_mtu_target) and C(-e mtu=...)).
+  - A variable of the collection's namespaces (C(tcp_buffers), C(bbr), C(jumbo_mtu), C(rsync_daemon), C(hpn_ssh),
+    C(wan_tune) and their C(_*), C(verify_*), C(migrate_*), C(nic_*)) that no role or playbook declares, as an
+    option of its argument specification or as a result its tasks register, and a name one slip from a declared
+    option (C(rsync_deamon_users)), are named with the closest declared names (C(jumbo_mtu_value) names
+    C(jumbo_mtu_target) and C(-e mtu=...)). Given with C(-e), such a variable fails the host; set anywhere else
+    (inventory, play variables), it is a warning.
   - Each value is templated and checked by its type (choices, booleans, whole numbers, numbers, absolute paths,
     lists) and then by its meaning with the one implementation the roles' filter and modules use, whose messages
     are passed on as they are. Rate, RTT, headroom, C(tcp_buffers_flows) and C(tcp_buffers_memory_share) are read

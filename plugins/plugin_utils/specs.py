@@ -80,8 +80,10 @@ def playbook_options(playbook):
 
 
 def role_names():
-    return frozenset(os.path.basename(os.path.dirname(os.path.dirname(path)))
-                     for path in glob.glob(os.path.join(ROLES_DIR, '*', 'meta', 'argument_specs.yml')))
+    if 'roles' not in _CACHE:
+        _CACHE['roles'] = frozenset(os.path.basename(os.path.dirname(os.path.dirname(path)))
+                                    for path in glob.glob(os.path.join(ROLES_DIR, '*', 'meta', 'argument_specs.yml')))
+    return _CACHE['roles']
 
 
 class Var(str):
@@ -231,16 +233,23 @@ def undeclared(variables):
     """[(name, [closest declared options])] for the variables of the collection's namespaces (a mapping of name to
     value) that nothing declares."""
     known = declared()
-    return [(name, closest(name, variables[name])) for name in sorted(variables)
+    return [(name, closest(name, variables[name])) for name in sorted(_names(variables))
             if NAMESPACE.match(name) and name not in known]
+
+
+def _names(names):
+    return [name for name in names if isinstance(name, str)]       # -e '{1: a}' gives a key that is no name
 
 
 def near_misses(names):
     """[(name, declared option)] for names outside the namespaces one slip from a declared option
     (rsync_deamon_users, tcp_buffer_rate)."""
+    if 'heads' not in _CACHE:
+        _CACHE['heads'] = frozenset(option[:3] for option in options())
     found = []
-    for name in sorted(names):
-        if NAMESPACE.match(name) or name in options():
+    for name in sorted(_names(names)):
+        # only a name that starts as an option does can be one slip from it (a host has hundreds of others)
+        if name[:3] not in _CACHE['heads'] or NAMESPACE.match(name) or name in options():
             continue
         match = difflib.get_close_matches(name, sorted(options()), n=1, cutoff=NEAR_MISS)
         if match:

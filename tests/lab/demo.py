@@ -23,6 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import wanlab  # noqa: E402  pylint: disable=wrong-import-position
 
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common import bdp  # noqa: E402
+from ansible_collections.bdp.wan_tune.plugins.module_utils.verify import iperf3  # noqa: E402
 from ansible_collections.bdp.wan_tune.plugins.module_utils.verify import throughput  # noqa: E402
 
 ROOT = wanlab.REPO_ROOT
@@ -148,10 +149,10 @@ def parse_args(argv=None):
     parser.add_argument('--inventory', default='', help='run the playbook against this inventory instead of the lab')
     parser.add_argument('--results', default=RESULTS, help='folder for the JSON results (default results/)')
     args = parser.parse_args(argv)
-    if args.duration < 1 or args.duration > 3600:
-        parser.error('--duration (DURATION): %d is outside 1 to 3600 seconds' % args.duration)
-    if args.omit < 0 or args.omit >= args.duration + 60:
-        parser.error('--omit: %d is outside 0 to DURATION + 60 seconds' % args.omit)
+    if args.duration < 1 or args.duration > iperf3.DURATION_MAX:
+        parser.error('--duration (DURATION): %d is not %s' % (args.duration, iperf3.DURATION_HELP))
+    if args.omit < 0 or args.omit > iperf3.OMIT_MAX:
+        parser.error('--omit: %d is not %s' % (args.omit, iperf3.OMIT_HELP))
     return args
 
 

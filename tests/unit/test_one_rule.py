@@ -265,6 +265,21 @@ def test_the_role_defaults_are_the_rules_of_module_utils():
         (rsyncd.PORT, rsyncd.TLS_PORT, rsyncd.TRANSPORT, rsyncd.STREAMS, rsynctls.DAYS)
     with open(os.path.join(ROOT, 'roles', 'migrate', 'defaults', 'main.yml'), encoding='utf-8') as handle:
         assert yaml.safe_load(handle)['migrate_transport'] == rsyncd.TRANSPORT
+    # the argument specifications (the docs) say the same defaults and bounds
+    options = _options('rsync_daemon')
+    assert (options['rsync_daemon_port']['default'], options['rsync_daemon_tls_port']['default'],
+            options['rsync_daemon_transport']['default'], options['rsync_daemon_streams']['default'],
+            options['rsync_daemon_tls_days']['default']) == \
+        (rsyncd.PORT, rsyncd.TLS_PORT, rsyncd.TRANSPORT, rsyncd.STREAMS, rsynctls.DAYS)
+    days = options['rsync_daemon_tls_days']['description']
+    assert '%d to %d' % (rsynctls.RENEW_DAYS + 1, rsynctls.DAYS_MAX) in (' '.join(days) if isinstance(days, list) else days)
+
+
+def test_the_verify_role_says_the_bounds_of_iperf3():
+    from ansible_collections.bdp.wan_tune.plugins.module_utils.verify import iperf3
+    options = _options('verify')
+    assert 'from 1 to %d' % iperf3.DURATION_MAX in options['verify_duration']['description']
+    assert 'from 0 to %d' % iperf3.OMIT_MAX in options['verify_omit']['description']
 
 
 def test_a_line_rule_names_the_file_and_line(tmp_path):

@@ -14,8 +14,8 @@ from ansible_collections.bdp.wan_tune.plugins.module_utils.common import checks
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common.bdp import BOOL_HELP, read_bool, show_value
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common.bdp import read_whole
 
-# The daemon's settings, the one list of them: the role's variables rsync_daemon_<key>.  The action plugin
-# rsync_daemon_config collects them from the host's variables and hands them to the module in its option settings;
+# The daemon's settings, the one list of them: the role's variables rsync_daemon_<key>.  The role's task hands them to
+# rsync_daemon_config in its option settings (the users only by name: the action plugin reads their passwords itself);
 # validate_inputs and the filter rsync_daemon_problems check them with check() below.
 PREFIX = 'rsync_daemon_'
 # The daemon's defaults and bounds, written once for the collection's Python (the role's defaults/main.yml states the

@@ -917,7 +917,7 @@ def test_action_warns_of_an_undeclared_inventory_variable(monkeypatch):
     result = run_action({'inventory_hostname': 'a', 'rate': '1g', 'rtt': '98', 'verify_ssl': 'S3cret'})
     assert result.get('failed') is not True, result
     (warning,) = result['warnings']
-    assert warning.startswith('Inventory variable verify_ssl: no role or playbook of bdp.wan_tune declares')
+    assert warning.startswith('Host variable verify_ssl: no role or playbook of bdp.wan_tune declares')
     assert 'S3cret' not in warning and 'host a' not in warning
 
 
@@ -935,6 +935,17 @@ def test_action_names_only_checks_the_names(monkeypatch):
 def test_the_extra_vars_are_read_as_ansible_playbook_reads_them(monkeypatch):
     from ansible import context
     from ansible.parsing.dataloader import DataLoader
+    from ansible.utils.vars import load_extra_vars
 
+    monkeypatch.delattr(load_extra_vars, 'extra_vars', raising=False)     # what an earlier read kept
     monkeypatch.setattr(context, 'CLIARGS', {'extra_vars': ('rate=1g jumbo_mtu_value=70000', '{"bbr": false}')})
     assert vi.extra_var_names(DataLoader()) == frozenset(('rate', 'jumbo_mtu_value', 'bbr'))
+    monkeypatch.delattr(load_extra_vars, 'extra_vars', raising=False)
+
+
+def test_a_slip_in_the_inventory_is_a_warning_and_a_key_that_is_no_name_is_left_alone(monkeypatch):
+    monkeypatch.setattr(vi, 'extra_var_names', lambda loader: frozenset((1, 'rate', 'rtt')))
+    result = run_action({'inventory_hostname': 'a', 'rate': '1g', 'rtt': '98', 'rsync_daemons': True, 1: 'x'})
+    assert result.get('failed') is not True, result
+    assert result['warnings'] == ['Host variable rsync_daemons: no role or playbook of bdp.wan_tune declares this '
+                                  'variable, so nothing reads it; did you mean rsync_daemon?']

@@ -201,6 +201,19 @@ def test_the_settings_come_from_the_task_and_only_the_users_from_the_hosts_varia
     assert [user['name'] for user in sent['users']] == list(PASSWORDS)
     assert leaks(json.dumps(harness.module_args)) == [] and 'max connections = 3' in (paths / 'rsyncd.conf').read_text()
     assert rsyncd.parse_secrets((paths / 'rsyncd.secrets').read_text('utf-8')) == PASSWORDS
+    unknown = Harness(paths, run_module, monkeypatch).run(task_args(paths, {'tls_ca_key': 'x', 'colour': 1}))
+    assert unknown['failed'] and 'settings: has the unknown keys colour, tls_ca_key' in unknown['msg']
+
+
+def test_the_roles_task_hands_on_every_setting_but_the_users():
+    # a key added to rsyncd.SETTINGS and not to the task would silently take the module's default
+    import yaml
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+    with open(os.path.join(root, 'roles', 'rsync_daemon', 'tasks', 'present.yml')) as handle:
+        (task,) = [task for task in yaml.safe_load(handle) if 'bdp.wan_tune.rsync_daemon_config' in task]
+    given = task['bdp.wan_tune.rsync_daemon_config']['settings']
+    assert set(given) == set(rsyncd.SETTINGS) - {'users'}
+    assert all(value == '{{ rsync_daemon_%s }}' % key for key, value in given.items())
 
 
 def test_the_module_refuses_a_password_argument_and_a_missing_secrets_file(paths, run_module, monkeypatch):

@@ -161,6 +161,6 @@ def test_tagged_and_vaulted_values():
     from ansible._internal._datatag._tags import Origin
 
     tagged = AnsibleTagHelper.tag('70000', [Origin(description='<extra vars>')])
-    assert type(tagged) is not str and specs.closest('jumbo_mtu_value', tagged)[0] == 'jumbo_mtu_target'
+    assert AnsibleTagHelper.tags(tagged) and specs.closest('jumbo_mtu_value', tagged)[0] == 'jumbo_mtu_target'
     vaulted = EncryptedString(ciphertext='$ANSIBLE_VAULT;1.1;AES256\n6162\n')
     assert specs._fits(vaulted, {'type': 'str'}) is False
