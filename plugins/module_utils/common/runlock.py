@@ -11,7 +11,7 @@ a run that dies leaves no stale lock. The holder removes the file when it is don
 that is then empty, as the records do: a rolled-back host keeps nothing), so a waiter checks after locking that it
 holds the file that is still there. Check mode changes nothing and takes no lock.
 
-    with runlock.held(module, state_dir):
+    with runlock.held(module, state_dir, 'sysctl_dropin present'):
         ...   # read the record, change the host, write the record
 """
 
@@ -98,14 +98,14 @@ class LockHeld(Exception):
 
 
 @contextlib.contextmanager
-def held(module, state_dir, step=None, wait=WAIT):
+def held(module, state_dir, step, wait=WAIT):
     """Hold the host's lock around a step (not in check mode); fail_json when another run holds it too long."""
     if module.check_mode:
         yield
         return
     path = os.path.join(state_dir, LOCK_NAME)
     try:
-        fd = acquire(path, step or getattr(module, '_name', 'a step'), wait)
+        fd = acquire(path, step, wait)
     except LockHeld as exc:
         module.fail_json(msg=str(exc), changed=False)
     except (IOError, OSError) as exc:

@@ -271,23 +271,19 @@ def judge_tcp(result, mtu, family=4):
     return result
 
 
-def prove(address, family, mtu, before_mtu=None, port=None, tcp='auto', count=3, timeout=None, prober=None,
-          exchange=None, bisect_step=8, max_probes=12):
+def prove(address, family, mtu, before_mtu=None, port=None, tcp='auto', count=3, timeout=None, exchange=None,
+          bisect_step=8, max_probes=12):
     """Prove the path to one address at ``mtu``: small probe, full-size probe, bisection on failure, TCP.
 
-    ``prober(payload, count, timeout)`` and ``exchange(port, timeout)`` are injectable for tests.
+    ``exchange(port, timeout)``: the TCP exchange with the peer (prove_peers gives tcp_exchange), or None.
     Returns a dict with 'ok', 'icmp', 'tcp' and 'summary' (one line a human reads).
     """
-    own = None
-    if prober is None:
-        own = IcmpProber(address, family)
-        prober = own.probe
+    prober = IcmpProber(address, family)
     try:
-        return _prove(address, family, mtu, before_mtu, port, tcp, count, timeout, prober, exchange, bisect_step,
-                      max_probes)
+        return _prove(address, family, mtu, before_mtu, port, tcp, count, timeout, prober.probe, exchange,
+                      bisect_step, max_probes)
     finally:
-        if own is not None:
-            own.close()
+        prober.close()
 
 
 def _prove(address, family, mtu, before_mtu, port, tcp, count, timeout, prober, exchange, step, max_probes):

@@ -31,7 +31,7 @@ def test_a_second_step_waits_then_fails_naming_the_holder_and_since(tmp_path):
     holder = runlock.acquire(path, 'tcp_congestion available')
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     with pytest.raises(Exited) as info:
-        with runlock.held(Module(), state_dir, wait=1):
+        with runlock.held(Module(), state_dir, 'a test step', wait=1):
             pytest.fail('the second step ran while the first held the lock')
     message = info.value.args[0]['msg']
     assert message.startswith('another bdp.wan_tune run holds the lock since 20'), message
@@ -41,7 +41,7 @@ def test_a_second_step_waits_then_fails_naming_the_holder_and_since(tmp_path):
     runlock.release(holder, path)
     assert not os.path.exists(state_dir), 'an empty state directory is removed with the lock'
     ran = []
-    with runlock.held(Module(), state_dir):
+    with runlock.held(Module(), state_dir, 'a test step'):
         ran.append(os.path.exists(path))
     assert ran == [True] and not os.path.exists(state_dir)
 
@@ -50,13 +50,13 @@ def test_the_lock_leaves_a_directory_with_records_and_check_mode_takes_none(tmp_
     state_dir = tmp_path / 'state'
     state_dir.mkdir()
     (state_dir / 'qdisc.json').write_text('{}')
-    with runlock.held(Module(), str(state_dir)):
+    with runlock.held(Module(), str(state_dir), 'a test step'):
         pass
     assert sorted(os.listdir(str(state_dir))) == ['qdisc.json']
     module = Module()
     module.check_mode = True
     holder = runlock.acquire(str(state_dir / runlock.LOCK_NAME), 'x')
-    with runlock.held(module, str(state_dir), wait=0):
+    with runlock.held(module, str(state_dir), 'a test step', wait=0):
         pass                                    # check mode: no wait, no failure
     runlock.release(holder, str(state_dir / runlock.LOCK_NAME))
 
@@ -74,6 +74,6 @@ def test_a_lock_that_cannot_be_made_fails_with_the_path_not_a_traceback(tmp_path
     blocker = tmp_path / 'not-a-directory'
     blocker.write_text('')
     with pytest.raises(Exited) as info:
-        with runlock.held(Module(), str(blocker / 'state')):
+        with runlock.held(Module(), str(blocker / 'state'), 'a test step'):
             pytest.fail('ran without the lock')
     assert info.value.args[0]['msg'].startswith('Cannot take the lock %s' % (blocker / 'state' / runlock.LOCK_NAME))

@@ -44,6 +44,24 @@ def exchange(snd_mss=8948, rcv_mss=8948, echoed=None, ran=True, reason=None, ret
     return run
 
 
+@pytest.fixture
+def prove(monkeypatch):
+    """mtuproof.prove with its ICMP prober replaced by a fake path (``prober=``); the product always probes for real."""
+    def run(*args, **kwargs):
+        path = kwargs.pop('prober')
+
+        class Prober(object):
+            def __init__(self, address, family):
+                self.probe = path
+
+            def close(self):
+                pass
+
+        monkeypatch.setattr(mtuproof, 'IcmpProber', Prober)
+        return mtuproof.prove(*args, **kwargs)
+    return run
+
+
 def test_bisect_finds_the_boundary_within_the_step():
     ok, bad, probed = mtuproof.bisect(lambda size: size <= 1472, 1472, 8972, step=8)
     assert ok == 1472 and 1472 < bad <= 1480
@@ -55,18 +73,18 @@ def test_bisect_stops_after_max_probes():
     assert len(probed) == 5 and ok <= 4000 < bad
 
 
-def test_proof_passes_with_icmp_and_tcp_at_full_size():
+def test_proof_passes_with_icmp_and_tcp_at_full_size(prove):
     path = FakePath(9000)
-    result = mtuproof.prove('198.18.0.2', 4, 9000, 1500, port=45219, prober=path, exchange=exchange())
+    result = prove('198.18.0.2', 4, 9000, 1500, port=45219, prober=path, exchange=exchange())
     assert result['ok']
     assert path.sizes == [56, 8972]                 # a small probe, then the full size only
     assert result['summary'] == ('9000-byte DF ICMP packets (payload 8972) answered in 20.0 ms; TCP exchanged 262144 '
                                  'bytes both ways with 8948-byte segments (sent) / 8948 (received), 0 resent')
 
 
-def test_proof_finds_the_black_hole_and_says_what_got_through():
+def test_proof_finds_the_black_hole_and_says_what_got_through(prove):
     path = FakePath(1500)
-    result = mtuproof.prove('198.18.0.2', 4, 9000, 1500, port=45219, prober=path, exchange=exchange())
+    result = prove('198.18.0.2', 4, 9000, 1500, port=45219, prober=path, exchange=exchange())
     assert not result['ok']
     icmp = result['icmp']
     assert icmp['largest_ok'] == 1472 and icmp['largest_ok_packet'] == 1500
@@ -77,38 +95,38 @@ def test_proof_finds_the_black_hole_and_says_what_got_through():
     assert result['tcp'] is None                    # no TCP exchange over a broken path
 
 
-def test_proof_reports_a_routers_next_hop_mtu():
-    result = mtuproof.prove('198.18.0.2', 4, 9000, 1500, prober=FakePath(4000, too_big=4000), tcp='off')
+def test_proof_reports_a_routers_next_hop_mtu(prove):
+    result = prove('198.18.0.2', 4, 9000, 1500, prober=FakePath(4000, too_big=4000), tcp='off')
     assert 'a router on the path reported next-hop MTU 4000' in result['summary']
     assert result['icmp']['largest_ok_packet'] > 3990
 
 
-def test_proof_of_an_unreachable_peer():
-    result = mtuproof.prove('198.18.0.9', 4, 9000, 1500, prober=FakePath(9000, reachable=False))
+def test_proof_of_an_unreachable_peer(prove):
+    result = prove('198.18.0.9', 4, 9000, 1500, prober=FakePath(9000, reachable=False))
     assert not result['ok']
     assert result['summary'].startswith('198.18.0.9 does not answer even a small (84-byte) ICMP echo')
 
 
-def test_proof_fails_when_tcp_uses_small_segments():
-    result = mtuproof.prove('198.18.0.2', 4, 9000, 1500, port=45219, prober=FakePath(9000),
-                            exchange=exchange(snd_mss=1448, rcv_mss=1448))
+def test_proof_fails_when_tcp_uses_small_segments(prove):
+    result = prove('198.18.0.2', 4, 9000, 1500, port=45219, prober=FakePath(9000),
+                   exchange=exchange(snd_mss=1448, rcv_mss=1448))
     assert not result['ok']
     assert 'this host sent 1448-byte segments, not 8948' in result['summary']
     assert 'about MTU 1500' in result['summary']
 
 
-def test_proof_fails_when_tcp_stalls():
-    result = mtuproof.prove('198.18.0.2', 4, 9000, 1500, port=45219, prober=FakePath(9000),
-                            exchange=exchange(echoed=17896, reason='stalled: 17896 of 262144 bytes came back'))
+def test_proof_fails_when_tcp_stalls(prove):
+    result = prove('198.18.0.2', 4, 9000, 1500, port=45219, prober=FakePath(9000),
+                   exchange=exchange(echoed=17896, reason='stalled: 17896 of 262144 bytes came back'))
     assert not result['ok'] and 'stalled' in result['summary']
 
 
-def test_tcp_auto_notes_a_missing_listener_and_required_fails():
+def test_tcp_auto_notes_a_missing_listener_and_required_fails(prove):
     refused = exchange(ran=False, reason='nothing listens on 198.18.0.2 port 45219 (connection refused)')
-    result = mtuproof.prove('198.18.0.2', 4, 9000, 1500, port=45219, prober=FakePath(9000), exchange=refused)
+    result = prove('198.18.0.2', 4, 9000, 1500, port=45219, prober=FakePath(9000), exchange=refused)
     assert result['ok'] and 'no TCP exchange (nothing listens' in result['summary']
-    result = mtuproof.prove('198.18.0.2', 4, 9000, 1500, port=45219, prober=FakePath(9000), exchange=refused,
-                            tcp='required')
+    result = prove('198.18.0.2', 4, 9000, 1500, port=45219, prober=FakePath(9000), exchange=refused,
+                   tcp='required')
     assert not result['ok'] and 'the TCP exchange is required and could not run' in result['summary']
 
 
