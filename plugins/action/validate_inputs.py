@@ -49,8 +49,8 @@ SERIAL_HELP = ('a batch size or a list of them, each a whole number (1 or more) 
 # The playbook's inputs that feed role variables (rate, rtt, mtu); a role default built from one names it:
 # tcp_buffers_rate (-e rate=...).
 PLAYBOOK_INPUTS = _specs.playbook_inputs(_specs.load())
-# Read once, when the play loads this plugin (before it forks its workers), not once per host.
-_specs.declared()
+# Read once, when the play loads this plugin (before it forks its workers), not once per host.  (The roles' task
+# files, for the names of their results, are read only where a host has a name that is no option.)
 _specs.options()
 
 # What Ansible's bool filter (ansible-core 2.19, plugins/filter/core.py) reads as true and false: these strings in any

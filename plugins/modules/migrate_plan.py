@@ -119,10 +119,6 @@ from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import target
 from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import unit as _unit
 
 
-def encode(paths):
-    return b''.join(path.encode('utf-8', 'surrogateescape') + b'\0' for path in paths)
-
-
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -155,10 +151,10 @@ def main():
     result = _plan.plan(tree_files, dirs, others, count, params['rate_bps'])
     lists = result.pop('lists')
     result['streams_reason'] = reason
-    wanted = dict((os.path.join(params['run_dir'], _runner.LISTS % index), encode(paths))
+    wanted = dict((os.path.join(params['run_dir'], _runner.LISTS % index), _runner.nul_list(paths))
                   for index, paths in enumerate(lists))
     # '.' first: the tree's top directory gets its mode and times too
-    wanted[os.path.join(params['run_dir'], _runner.DIRS_LIST)] = encode(['.'] + dirs)
+    wanted[os.path.join(params['run_dir'], _runner.DIRS_LIST)] = _runner.nul_list(['.'] + dirs)
     if _unit.active(module, params['unit'], params['run_dir']):
         # the lists of the migration that runs are its own: this plan is shown, not written
         result.update(changed=False, running=True)
@@ -166,9 +162,7 @@ def main():
     changed = [path for path, data in sorted(wanted.items()) if _files.read_bytes(path) != data]
     result.update(changed=bool(changed), running=False)
     if changed and not module.check_mode:
-        if not os.path.isdir(params['run_dir']):
-            os.makedirs(params['run_dir'], 0o700)
-        os.chmod(params['run_dir'], 0o700)
+        _runner.private_dir(params['run_dir'])
         for path in changed:
             _files.write_atomic(module, path, wanted[path], mode=0o600)
     module.exit_json(**result)

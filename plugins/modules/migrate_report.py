@@ -91,15 +91,10 @@ def main():
     result = {'changed': False, 'run': run, 'paths': {}}
     if module.check_mode:
         module.exit_json(**result)
-    if not os.path.isdir(params['report_dir']):
-        os.makedirs(params['report_dir'], 0o755)
     stem = os.path.join(params['report_dir'], _report.file_stem(run))
-    # the receiver's CPU time is read again on each call: the first figure of the run stays
-    written = _files.read_bytes(stem + '.json')
-    try:
-        written = json.loads(written) if written else {}
-    except ValueError:
-        written = {}
+    # the receiver's CPU time is read again on each call: the first figure of the run stays (write_atomic makes the
+    # report directory)
+    written = _files.load_record(stem + '.json')
     if written.get('run_id') == run['run_id'] and written.get('receiver_cpu_seconds_per_gb') is not None:
         run['receiver_cpu_seconds_per_gb'] = written['receiver_cpu_seconds_per_gb']
     for kind, text in (('json', json.dumps(run, indent=2, sort_keys=True) + '\n'), ('md', _report.markdown(run)),

@@ -107,9 +107,7 @@ RUN_DIR_RE = re.compile(r'^/[A-Za-z0-9_./@+-]+$')
 def start(module, params, secret, result):
     """Write the run's files and start the unit, under the start lock (one starter at a time), unless it runs."""
     run_dir = params['run_dir']
-    if not os.path.isdir(run_dir):
-        os.makedirs(run_dir, 0o700)
-    os.chmod(run_dir, 0o700)
+    _runner.private_dir(run_dir)
     lock = os.open(os.path.join(run_dir, START_LOCK), os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(lock, fcntl.LOCK_EX)

@@ -232,9 +232,10 @@ def closest(name, value, count=3):
 def undeclared(variables):
     """[(name, [closest declared options])] for the variables of the collection's namespaces (a mapping of name to
     value) that nothing declares."""
-    known = declared()
-    return [(name, closest(name, variables[name])) for name in sorted(_names(variables))
-            if NAMESPACE.match(name) and name not in known]
+    # the options first: the roles' task files (their results) are read only for a name that is none of them
+    names = [name for name in sorted(_names(variables)) if NAMESPACE.match(name) and name not in options()]
+    known = declared() if names else frozenset()
+    return [(name, closest(name, variables[name])) for name in names if name not in known]
 
 
 def _names(names):

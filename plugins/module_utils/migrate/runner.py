@@ -35,9 +35,20 @@ PARTIAL_DIR = '.bdp-migrate-partial'
 LOCK_TRIES = 30                 # 3 s
 INTERVAL = 2.0                  # seconds between two writes of state.json
 PROGRESS_RE = re.compile(rb'^\s*([\d,]+)\s+\d+%')
-STATS = {'literal': rb'Literal data: ([\d,]+)', 'matched': rb'Matched data: ([\d,]+)',
-         'sent': rb'Total bytes sent: ([\d,]+)', 'size': rb'Total transferred file size: ([\d,]+)'}
+STATS = {'literal': rb'Literal data: ([\d,]+)', 'matched': rb'Matched data: ([\d,]+)'}
 ITEM_RE = re.compile(r'^([<>c.h*][fdLDS][^ ]*) (.*)$')
+
+
+def nul_list(paths):
+    """A file list as rsync's --files-from with --from0 reads it (any byte of a name kept)."""
+    return b''.join(path.encode('utf-8', 'surrogateescape') + b'\0' for path in paths)
+
+
+def private_dir(path):
+    """The run's directory, root's and 0700 (made where missing; a mode changed by hand put back)."""
+    if not os.path.isdir(path):
+        os.makedirs(path, 0o700)
+    os.chmod(path, 0o700)
 
 
 def read_json(path, default=None):
@@ -112,7 +123,7 @@ class Stream(object):
 
     def __init__(self, index, argv, env, log, items=False):
         self.index, self.started, self.ended, self.rc = index, time.time(), None, None
-        self.bytes, self.stats, self.cpu, self.tail, self.items = 0, {}, 0.0, b'', [] if items else None
+        self.bytes, self.stats, self.cpu, self.items = 0, {}, 0.0, [] if items else None
         self.log = open(log, 'ab')
         self.proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=self.log, stdin=subprocess.DEVNULL,
                                      start_new_session=True)
@@ -133,7 +144,6 @@ class Stream(object):
             item = ITEM_RE.match(part.decode('utf-8', 'surrogateescape')) if self.items is not None else None
             if item and item.group(1)[1] == 'f' and item.group(1)[0] in '<>c':
                 self.items.append(item.group(2))
-            self.tail = (self.tail + part + b'\n')[-2000:]
 
     def finish(self):
         dummy, status, usage = os.wait4(self.proc.pid, 0)
@@ -308,8 +318,7 @@ class Runner(object):
         for index in range(min(len(found), len(lists))):
             path = os.path.join(self.run_dir, RESEND_LIST % index)
             with open(path, 'wb') as handle:
-                handle.write(b''.join(item.encode('utf-8', 'surrogateescape') + b'\0'
-                                      for item in found[index::len(lists)]))
+                handle.write(nul_list(found[index::len(lists)]))
             resend.append(path)
         sent = self.run_streams(resend, ['--info=stats2'] + (['--checksum'] if self.config['proof'] == 'checksum'
                                                              else []), phase='resending')

@@ -87,7 +87,7 @@ def prepare(tmp_path, port, streams=2, proof='checksum', bwlimit_bps=0):
     planned = _plan.plan(files, dirs, others, streams)
     for index, paths in enumerate(planned['lists']):
         (run_dir / (_runner.LISTS % index)).write_bytes(b''.join(p.encode() + b'\0' for p in paths))
-    (run_dir / _runner.DIRS_LIST).write_bytes(b''.join(p.encode() + b'\0' for p in ['.'] + dirs))
+    (run_dir / _runner.DIRS_LIST).write_bytes(_runner.nul_list(['.'] + dirs))
     (run_dir / _runner.PASSWORD).write_text(PASSWORD + '\n')
     os.chmod(str(run_dir / _runner.PASSWORD), 0o600)
     config = {'id': 'test', 'source': str(source), 'url': 'rsync://u@127.0.0.1:%d/in/sender/' % port,
@@ -121,7 +121,7 @@ def run(run_dir, timeout=120):
 def test_the_streams_copy_the_tree_and_the_proof_passes(tmp_path, daemon):
     port, dest = daemon
     source, run_dir = prepare(tmp_path, port)
-    assert run(run_dir) == 0
+    assert run(run_dir) == 0, _runner.read_state(str(run_dir))
     state = _runner.read_state(str(run_dir))
     assert state['state'] == 'done' and state['verified'] is True and state['mismatches'] == 0, state
     assert digest(source) == digest(dest / 'sender')
