@@ -54,7 +54,9 @@ def build(status, target, sender, receiver_cpu_after=None, when=None):
         if isinstance(before, int) and isinstance(receiver_cpu_after, int) and receiver_cpu_after >= before else None
     phases = progress.get('phases') or {}
     copying = phases.get('copying') or [None, None]
-    proving = [value for key, value in sorted(phases.items()) if key not in ('copying', 'directories')]
+    # the proof and what it sent again (proving, resending, proving again); the destination made before the copy
+    # counts to its start-up
+    proving = [value for key, value in sorted(phases.items()) if key.startswith(('proving', 'resending'))]
     seconds = (copying[1] - copying[0]) if copying[0] and copying[1] else None
     moved = progress.get('bytes_done') or 0
     total = progress.get('bytes_total') or plan.get('bytes') or 0

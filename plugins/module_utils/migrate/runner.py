@@ -27,7 +27,7 @@ import sys
 import time
 
 CONFIG, STATE, PASSWORD, LISTS = 'config.json', 'state.json', 'password', 'list-%d'
-DIRS_LIST, RESEND_LIST = 'list-dirs', 'list-resend-%d'
+DIRS_LIST, RESEND_LIST, TOP_LIST = 'list-dirs', 'list-resend-%d', 'list-top'
 # Held (flock) by the runner for its whole life: while it is held, the lists, the config and the password are the
 # running migration's, and nothing may write them (migrate_plan and migrate_run try it without waiting).
 RUN_LOCK = 'run.lock'
@@ -278,6 +278,15 @@ class Runner(object):
         lists = [os.path.join(self.run_dir, LISTS % index) for index in range(self.config['streams'])]
         self.save(force=True)
         try:
+            if len(lists) > 1:
+                # The destination first, by one rsync: streams that start together would each create it, and the
+                # receiver of all but the first ends with 'mkdir ... failed: File exists' (rsync exit 11).
+                top = os.path.join(self.run_dir, TOP_LIST)
+                with open(top, 'wb') as handle:
+                    handle.write(nul_list(['.']))
+                self.check(self.run_streams([top], phase='destination'), 'destination')
+                if self.stopping:
+                    return self.end('stopped', 2)
             streams = self.run_streams(lists, ['--info=progress2,stats2'], stagger=self.config.get('stagger', 0.0))
             self.state['streams'] = [stream.figures() for stream in streams]
             self.state['bytes_done'] = sum(stream.bytes for stream in streams)

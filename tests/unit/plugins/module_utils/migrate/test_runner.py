@@ -121,7 +121,7 @@ def run(run_dir, timeout=120):
 def test_the_streams_copy_the_tree_and_the_proof_passes(tmp_path, daemon):
     port, dest = daemon
     source, run_dir = prepare(tmp_path, port)
-    assert run(run_dir) == 0, _runner.read_state(str(run_dir))
+    assert run(run_dir) == 0, _runner.read_state(str(run_dir)).get('message')
     state = _runner.read_state(str(run_dir))
     assert state['state'] == 'done' and state['verified'] is True and state['mismatches'] == 0, state
     assert digest(source) == digest(dest / 'sender')
@@ -131,7 +131,7 @@ def test_the_streams_copy_the_tree_and_the_proof_passes(tmp_path, daemon):
         assert int(os.stat(str(dest / 'sender' / path)).st_mtime) == int(os.stat(str(source / path)).st_mtime), path
     assert len(state['streams']) == 2 and state['bytes_done'] >= state['bytes_total'] * 0.99
     assert state['resent_bytes'] == 0 and not (run_dir / _runner.PASSWORD).exists()
-    assert set(state['phases']) == {'copying', 'proving', 'directories'}
+    assert set(state['phases']) == {'destination', 'copying', 'proving', 'directories'}
     assert not [top for top, dirs, dummy in os.walk(str(dest)) if _runner.PARTIAL_DIR in dirs]
 
 
@@ -155,7 +155,7 @@ def test_a_file_changed_at_the_receiver_with_its_size_and_time_is_found_and_sent
     state = _runner.read_state(str(run_dir))
     assert state['mismatches'] == 1 and state['mismatched'] == ['small/d1/f04'] and state['verified'] is True
     assert state['mismatches_after_resend'] == 0 and state['resent_bytes'] > 0
-    assert set(state['phases']) == {'copying', 'proving', 'resending', 'proving again', 'directories'}
+    assert set(state['phases']) == {'destination', 'copying', 'proving', 'resending', 'proving again', 'directories'}
     assert digest(source) == digest(dest / 'sender')
 
 
