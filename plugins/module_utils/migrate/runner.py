@@ -205,6 +205,7 @@ class Runner(object):
                 time.sleep(stagger)
         open_pipes = len(streams)
         self.state['state'] = phase
+        self.save(force=True)           # a new phase shows at once (status reads it)
         while open_pipes:
             for key, dummy in selector.select(timeout=INTERVAL):
                 data = os.read(key.fileobj.fileno(), 65536)
@@ -280,11 +281,12 @@ class Runner(object):
         try:
             if len(lists) > 1:
                 # The destination first, by one rsync: streams that start together would each create it, and the
-                # receiver of all but the first ends with 'mkdir ... failed: File exists' (rsync exit 11).
+                # receiver of all but the first ends with 'mkdir ... failed: File exists' (rsync exit 11).  The top
+                # directory only: '.' in a list sends its files too (rsync's --dirs), --exclude=* keeps them back.
                 top = os.path.join(self.run_dir, TOP_LIST)
                 with open(top, 'wb') as handle:
                     handle.write(nul_list(['.']))
-                self.check(self.run_streams([top], phase='destination'), 'destination')
+                self.check(self.run_streams([top], ['--exclude=*'], phase='destination'), 'destination')
                 if self.stopping:
                     return self.end('stopped', 2)
             streams = self.run_streams(lists, ['--info=progress2,stats2'], stagger=self.config.get('stagger', 0.0))

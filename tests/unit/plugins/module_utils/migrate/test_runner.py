@@ -65,9 +65,11 @@ def daemon(tmp_path):
 
 
 def make_tree(root):
-    """A small mixed tree: one 4 MB file, 30 files of 20 kB, an empty directory, a symbolic link."""
+    """A small mixed tree: one 4 MB file, 30 files of 20 kB, one of 100 kB at the top, an empty directory, a
+    symbolic link."""
     (root / 'big').mkdir(parents=True)
     (root / 'big' / 'one.bin').write_bytes(os.urandom(4 * 10 ** 6))
+    (root / 'top.bin').write_bytes(os.urandom(10 ** 5))
     for index in range(30):
         (root / 'small' / ('d%d' % (index % 3))).mkdir(parents=True, exist_ok=True)
         (root / 'small' / ('d%d' % (index % 3)) / ('f%02d' % index)).write_bytes(os.urandom(20000))
@@ -124,6 +126,8 @@ def test_the_streams_copy_the_tree_and_the_proof_passes(tmp_path, daemon):
     assert run(run_dir) == 0, _runner.read_state(str(run_dir)).get('message')
     state = _runner.read_state(str(run_dir))
     assert state['state'] == 'done' and state['verified'] is True and state['mismatches'] == 0, state
+    # the streams sent the files, the destination pass only made the top directory (not its files: rsync's --dirs)
+    assert sum(stream['literal_bytes'] for stream in state['streams']) == state['bytes_total'], state['streams']
     assert digest(source) == digest(dest / 'sender')
     assert (dest / 'sender' / 'empty').is_dir() and os.path.islink(str(dest / 'sender' / 'link'))
     # the last pass gives every directory, the tree's top included, its mode and time
