@@ -164,10 +164,7 @@ def declared():
     """Every variable name the collection declares: the options of every entry point of every role and playbook,
     and the roles' and playbooks' results (register, set_fact)."""
     if 'declared' not in _CACHE:
-        names = set()
-        for path in sorted(glob.glob(os.path.join(ROLES_DIR, '*', 'meta', 'argument_specs.yml'))) + [PLAYBOOK_SPEC]:
-            for options in entry_points(path).values():
-                names.update(options)
+        names = set(options())
         tasks = glob.glob(os.path.join(ROLES_DIR, '*', 'tasks', '*.yml')) + \
             glob.glob(os.path.join(ROLES_DIR, '*', 'handlers', '*.yml')) + \
             glob.glob(os.path.join(PLAYBOOKS_DIR, '*.yml')) + glob.glob(os.path.join(PLAYBOOKS_DIR, 'tasks', '*.yml'))
