@@ -6,14 +6,19 @@
 The variable list, types and choices come from each role's ``meta/argument_specs.yml`` (entry point ``main``),
 the defaults from its ``defaults/main.yml``; the playbook's own variables from ``playbooks/meta/argument_specs.yml``
 (plugin_utils/specs.py reads them all).  A variable of the collection's namespaces that none of them declares is
-refused, with the closest declared names.  A value
-from ``-e key=value`` is a string, so booleans and whole numbers are also taken as strings (``false``, ``4``), but
-only as the roles then read them: a boolean is what Ansible's ``bool`` filter takes (no spaces around it).  Every
-rule of meaning is the collection's one implementation, the one the role's filter or module applies to the same
-value: rate, RTT, headroom, flows, memory share and whole numbers through module_utils/common/bdp.py; the MTU, interface
-names and peers through module_utils/mtu/linkmtu.py (parse_mtu, check_ifname, parse_peer, as the link_mtu module checks
-them before it changes anything); the congestion control name through module_utils/tuning/kmod.py.  Their messages are
-passed on as they are.  All problems of a host are reported together; nothing runs on the host.
+refused, with the closest declared names.
+
+The type work is Ansible's: each value goes through ``ArgumentSpecValidator`` with its option's type, elements and
+choices (what ``rolespec_validate`` would run on each host, here before any host changes).  The roles read their
+variables as given, not as converted, so a value must also mean the same there: a boolean as Ansible's ``bool``
+filter reads it (no spaces around it), a list as a list, a choice as the very string.  A value from ``-e key=value``
+is a string, so ``false`` and ``4`` are taken as the boolean and the number they say.  Every rule of meaning is the
+collection's one implementation, the one the role's filter or module applies to the same value: rate, RTT, headroom,
+flows and memory share through module_utils/common/bdp.py; the MTU, interface names and peers through
+module_utils/mtu/linkmtu.py (parse_mtu, check_ifname, parse_peer, as the link_mtu module checks them before it
+changes anything); the congestion control name through module_utils/tuning/kmod.py; the ranges of INT_RANGES from
+the module_utils constants.  Their messages are passed on as they are.  All problems of a host are reported
+together; nothing runs on the host.
 
 ``check_host()`` is the pure part: it takes the host's variables, already templated, and returns the problems.
 """
@@ -25,6 +30,7 @@ import re
 import yaml
 
 from ansible.errors import AnsibleError
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 from ansible.utils.vars import load_extra_vars
 
@@ -61,7 +67,19 @@ PATH_HELP = 'an absolute path (starting with /)'
 IFNAME_HELP = 'a Linux interface name: 1 to 15 characters, no spaces, "/" or ":" (eth0, ens3, bond0.100)'
 LIST_HINT = (" In inventory write a YAML list (%(name)s: [a, b]); on the command line pass JSON: "
              "-e '{\"%(name)s\": [\"a\", \"b\"]}'.")
-# Whole numbers read by bdp.whole_number, and their ranges: (lowest, highest or None, what is accepted).
+# A declared type in a message's words: what a refused value is not, and what is accepted.
+TYPE_WORDS = {
+    'int': ('a whole number', 'a whole number'),
+    'float': ('a number', 'a number'),
+    'str': ('a string', 'a string'),
+    'path': ('a string', PATH_HELP),
+    'dict': ('a mapping', 'a mapping'),
+    'list': ('a list', 'a list'),
+}
+# What a variable with a rule of its own accepts, where its type alone says less.
+RULE_HELP = {'bbr_algorithm': _kmod.CONGESTION_CONTROL_HELP}
+_VALIDATORS = {}        # var -> Ansible's ArgumentSpecValidator for its declaration, made once
+# Whole numbers and their ranges: (lowest, highest or None, what is accepted).
 INT_RANGES = {
     'verify_streams': (_checks.STREAMS_MIN, _checks.STREAMS_MAX, _checks.streams_help(default=1)),
     'verify_duration': (1, _iperf3.DURATION_MAX, _iperf3.DURATION_HELP + ' (default 10)'),
@@ -226,26 +244,17 @@ def to_bool(value):
     raise Refusal('is %s, not a boolean' % kind(value), BOOL_HELP)
 
 
-def to_str(value, accepted):
-    if not isinstance(value, str):
-        raise Refusal('is %s, not a string' % kind(value), accepted)
-    return value
-
-
 def to_choice(value, choices):
     accepted = 'one of %s' % ', '.join(choices)
     words = [choice for choice in choices if choice in BOOL_TRUE + BOOL_FALSE]
     if isinstance(value, bool) and words:
         raise Refusal('is a boolean: YAML reads an unquoted on/off/yes/no as true or false, so quote it (%s)'
                       % ', '.join("'%s'" % word for word in words), accepted)
-    if not isinstance(value, str) or value not in choices:
-        raise Refusal('is not one of the choices' if isinstance(value, str)
-                      else 'is %s, not one of the choices' % kind(value), accepted)
-    return value
+    raise Refusal('is not one of the choices' if isinstance(value, str)
+                  else 'is %s, not one of the choices' % kind(value), accepted)
 
 
 def to_path(value):
-    to_str(value, PATH_HELP)
     if not value.startswith('/'):
         raise Refusal('is not an absolute path' if value.strip() else 'is empty', PATH_HELP)
     if re.search(r'[\x00-\x1f\x7f]', value):
@@ -256,17 +265,53 @@ def to_path(value):
 def to_list(value, name, accepted):
     if isinstance(value, str):
         raise Refusal('is a string, not a list', accepted, LIST_HINT % {'name': name})
-    if not isinstance(value, (list, tuple)):
-        raise Refusal('is %s, not a list' % kind(value), accepted)
-    return list(value)
+    raise Refusal('is %s, not a list' % kind(value), accepted)
 
 
-def to_whole(var, name, value):
-    """A whole number of INT_RANGES, read by bdp.whole_number (as the memory guard reads its sizes), in its range."""
+def _validator(var, option):
+    """Ansible's validator for one option: its type, elements and choices (suboptions are left to the role's own
+    rules, which word each problem: rsyncd.check for the modules and users)."""
+    if var not in _VALIDATORS:
+        spec = dict((key, option[key]) for key in ('type', 'elements', 'choices') if key in option)
+        _VALIDATORS[var] = ArgumentSpecValidator({var: spec})
+    return _VALIDATORS[var]
+
+
+def typed(var, value, option):
+    """``value`` as Ansible's own validator (ArgumentSpecValidator, the one rolespec_validate runs) converts it by
+    the option's declared type, elements and choices; a Refusal, in the words of the other checks, where it cannot.
+
+    The roles read their variables as given, not as the validator converts them (-e passes strings), so where the
+    roles' reading is stricter the value must also read the same there: a boolean as the ``bool`` filter reads it
+    (' yes' and 'n' are booleans to the validator, false and true to the filter), a choice as the very string (the
+    validator turns true into 'yes'), a list as a list (the validator splits 'a,b'), a string as a string or number
+    (the validator writes a mapping as its Python text), a whole number never as a boolean."""
+    kind_ = option.get('type', 'str')
+    result = _validator(var, option).validate({var: value})
+    refused = bool(result.error_messages) or value is None      # the validator passes a null by
+    converted = None if refused else result.validated_parameters[var]
+    if kind_ == 'path' and isinstance(value, str):
+        converted = value       # as given: the validator expands ~ and $HOME, the roles do not
+    if option.get('choices'):
+        if refused or isinstance(value, bool) or converted != value:
+            to_choice(value, [str(choice) for choice in option['choices']])
+    elif kind_ == 'bool':
+        if refused or _bdp.read_bool(value) is not converted:
+            return to_bool(value)
+    elif kind_ == 'list' and not isinstance(value, (list, tuple)):
+        to_list(value, var, 'a list')
+    elif refused or (isinstance(value, bool) and kind_ in ('int', 'float')) or \
+            (kind_ in ('str', 'path') and not isinstance(value, (str, int, float))):
+        what, accepted = TYPE_WORDS.get(kind_, (kind_, kind_))
+        accepted = INT_RANGES[var][2] if var in INT_RANGES else RULE_HELP.get(var, accepted)
+        raise Refusal('is not %s' % what if isinstance(value, str) else 'is %s, not %s' % (kind(value), what),
+                      accepted)
+    return converted
+
+
+def in_range(var, number):
+    """A whole number (already converted by its type) in its range of INT_RANGES."""
     low, high, accepted = INT_RANGES.get(var, (0, None, 'a whole number'))
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise Refusal('is %s, not a whole number' % kind(value), accepted)
-    number = _bdp.whole_number(value, name, accepted, minimum=0)
     if var == 'jumbo_mtu_platform_max_mtu' and number:
         low = _linkmtu.MIN_MTU
     if low is not None and number < low:
@@ -304,9 +349,10 @@ def _message(name, value, reason, accepted, hint='', label=''):
 def _check_items(var, name, value, check, accepted, problems, label=''):
     """The list, or None after one problem per bad item, named var[index].  ``check`` is the module's own check
     (linkmtu.check_ifname, linkmtu.parse_peer): its message is the problem of a string item."""
-    items = to_list(value, var, 'a list, each item ' + accepted)
+    if not isinstance(value, (list, tuple)):
+        to_list(value, var, 'a list, each item ' + accepted)
     bad = 0
-    for index, item in enumerate(items):
+    for index, item in enumerate(value):
         where = '%s[%d]' % (name, index)
         if not isinstance(item, str):
             problems.append(_message(where, item, 'is %s, not a string' % kind(item), accepted, label=label))
@@ -317,64 +363,28 @@ def _check_items(var, name, value, check, accepted, problems, label=''):
         except _linkmtu.MtuError as exc:
             problems.append('%s: %s' % (where, exc))
             bad += 1
-    return None if bad else items
+    return None if bad else list(value)
 
 
 def convert(var, name, value, option, problems):
-    """The value of one variable, converted by its type and checked by its name; None (and a problem) when unusable."""
-    kind_ = option.get('type', 'str')
+    """The value of one variable: converted by its declared type (``typed``: Ansible's validator), then checked by
+    the rule of meaning its name has; None (and a problem) when unusable."""
     if isinstance(value, Unresolved):
         problems.append('%s: its value could not be templated: %s' % (name, _short_error(value.error)))
         return None
     try:
-        if var in ('tcp_buffers_rate', 'tcp_buffers_rtt', 'verify_rtt') and _pathprobe.is_auto(value):
-            return _pathprobe.AUTO
-        if var == 'wan_tune_serial':
-            return serial_batches(value)
+        if var in AUTO_HINT or var == 'verify_rtt':
+            if _pathprobe.is_auto(value):
+                return _pathprobe.AUTO
         if var in PARSERS:
+            # a link rate, an RTT, a factor: read by the role's filter, with units, a richer grammar than the type
             what, accepted, parser = PARSERS[var]
             if isinstance(value, bool) or not isinstance(value, (int, float, str)):
                 raise Refusal('is %s, not %s' % (kind(value), what), accepted)
             return parser(value, name)
-        if var == 'bbr_algorithm':
-            reason = _kmod.congestion_control_name(to_str(value, _kmod.CONGESTION_CONTROL_HELP))
-            if reason:
-                raise Refusal(reason, _kmod.CONGESTION_CONTROL_HELP)
-            return value
-        if var in ('bbr_interfaces', 'jumbo_mtu_interfaces'):
-            return _check_items(var, name, value, _linkmtu.check_ifname, IFNAME_HELP, problems)
-        if var == 'jumbo_mtu_peers':
-            return _check_items(var, name, value, _linkmtu.parse_peer, _linkmtu.PEER_HELP, problems, label='peer ')
-        if var == 'wan_tune_hosts':
-            if isinstance(value, str) and value.strip():
-                return value
-            if isinstance(value, (list, tuple)) and value and all(isinstance(item, str) and item for item in value):
-                return list(value)
-            raise Refusal('is not a host pattern' if isinstance(value, (str, list, tuple))
-                          else 'is %s, not a host pattern' % kind(value),
-                          'a host pattern (all, a group name, web:&dc1) or a list of them')
-        if option.get('choices'):
-            return to_choice(value, [str(choice) for choice in option['choices']])
-        if kind_ == 'bool':
-            return to_bool(value)
-        if kind_ == 'int':
-            return to_whole(var, name, value)
-        if kind_ == 'path':
-            return to_path(value)
-        if kind_ == 'list':
-            items = to_list(value, var, 'a list')
-            if option.get('elements') == 'str':
-                for index, item in enumerate(items):
-                    if not isinstance(item, str):
-                        problems.append(_message('%s[%d]' % (name, index), item, 'is %s, not a string' % kind(item),
-                                                 'a list of strings'))
-            return items
-        if kind_ == 'str':
-            text = to_str(value, 'a string')
-            if not text.strip() and option.get('default') != '':
-                raise Refusal('is empty', 'a string')
-            return text
-        return value
+        if var in SPECIAL:
+            return SPECIAL[var](var, name, value, problems)
+        return meaning(var, typed(var, value, option), option)
     except (_bdp.UnitError, _linkmtu.MtuError) as exc:
         problems.append(str(exc) + AUTO_HINT.get(var, ''))
     except Refusal as exc:
@@ -384,6 +394,49 @@ def convert(var, name, value, option, problems):
         else:
             problems.append(_message(name, value, exc.reason, exc.accepted, exc.hint))
     return None
+
+
+def meaning(var, value, option):
+    """A value of its declared type, checked by the rule its type or name has: a whole number in its range, an
+    absolute path, a string that is not empty, a congestion control the kernel could name."""
+    kind_ = option.get('type', 'str')
+    if var == 'bbr_algorithm':
+        reason = _kmod.congestion_control_name(value)
+        if reason:
+            raise Refusal(reason, _kmod.CONGESTION_CONTROL_HELP)
+    elif kind_ == 'int':
+        return in_range(var, value)
+    elif kind_ == 'path':
+        return to_path(value)
+    elif kind_ == 'str' and not option.get('choices') and not value.strip() and option.get('default') != '':
+        raise Refusal('is empty', 'a string')
+    return value
+
+
+def host_pattern(var, name, value, problems):
+    """wan_tune_hosts: a host pattern or a list of them."""
+    del var, name, problems
+    if isinstance(value, str) and value.strip():
+        return value
+    if isinstance(value, (list, tuple)) and value and all(isinstance(item, str) and item for item in value):
+        return list(value)
+    raise Refusal('is not a host pattern' if isinstance(value, (str, list, tuple))
+                  else 'is %s, not a host pattern' % kind(value),
+                  'a host pattern (all, a group name, web:&dc1) or a list of them')
+
+
+# The variables whose rule reads the value as given (their type is raw, or each item is checked by its module's own
+# check): var -> function(var, name, value, problems).
+SPECIAL = {
+    'wan_tune_serial': lambda var, name, value, problems: serial_batches(value),
+    'wan_tune_hosts': host_pattern,
+    'bbr_interfaces': lambda var, name, value, problems: _check_items(
+        var, name, value, _linkmtu.check_ifname, IFNAME_HELP, problems),
+    'jumbo_mtu_interfaces': lambda var, name, value, problems: _check_items(
+        var, name, value, _linkmtu.check_ifname, IFNAME_HELP, problems),
+    'jumbo_mtu_peers': lambda var, name, value, problems: _check_items(
+        var, name, value, _linkmtu.parse_peer, _linkmtu.PEER_HELP, problems, label='peer '),
+}
 
 
 def _short_error(error):
@@ -543,7 +596,7 @@ def range_problems(role, variables):
             continue
         if var in INT_RANGES:
             try:
-                to_whole(var, var, value)
+                in_range(var, typed(var, value, {'type': 'int'}))
                 continue
             except OutOfRange as exc:
                 accepted = _DEFAULT_NOTE.sub('', exc.accepted)

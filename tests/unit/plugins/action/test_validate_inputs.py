@@ -231,8 +231,9 @@ def test_numbers_as_strings_are_accepted(name, value):
     ('tcp_buffers_flows', True, 'true', 'is a boolean, not a whole number', bdp.FLOWS_HELP),
     ('tcp_buffers_flows', '9' * 30, "'" + '9' * 30 + "'", 'is not usable', bdp.FLOWS_HELP),
     ('jumbo_mtu_proof_port', '70000', "'70000'", 'is above 65535', 'a TCP port: a whole number from 1 to 65535'),
-    ('jumbo_mtu_proof_port', '4.5', "'4.5'", 'is not usable', 'a TCP port: a whole number from 1 to 65535'),
-    ('jumbo_mtu_proof_port', -1, '-1', 'is not usable', 'a TCP port'),
+    ('jumbo_mtu_proof_port', '4.5', "'4.5'", 'is not a whole number', 'a TCP port: a whole number from 1 to 65535'),
+    ('jumbo_mtu_proof_port', -1, '-1', 'is below 1', 'a TCP port'),
+    ('jumbo_mtu_proof_port', [1], '[1]', 'is a list, not a whole number', 'a TCP port'),
     ('jumbo_mtu_proof_port', True, 'true', 'is a boolean, not a whole number', 'a TCP port'),
     ('jumbo_mtu_proof_port', 0, '0', 'is below 1', 'a TCP port'),
     ('jumbo_mtu_confirm_timeout', '5', "'5'", 'is below 10', 'a whole number of seconds, 10 or more'),
@@ -347,7 +348,8 @@ def test_a_rate_that_is_set_is_checked_even_where_it_is_not_needed():
 @pytest.mark.parametrize('value, reason', [
     ('BBR', 'is not a congestion control name'), ('tcp bbr', 'is not a congestion control name'),
     ('', 'is not a congestion control name'), ('bbr-2', 'is not a congestion control name'),
-    ('a' * 16, 'is longer than 15 characters'), (1, 'is a number, not a string'),
+    ('a' * 16, 'is longer than 15 characters'), ([1], 'is a list, not a string'),
+    ({'name': 'bbr'}, 'is a mapping, not a string'),
 ])
 def test_algorithm(value, reason):
     message = only(check(bbr_algorithm=value))
@@ -815,7 +817,7 @@ def test_verify_rate_and_rtt_from_rate_and_rtt_are_reported_once():
     ({'verify_min_fraction': 0}, 'verify_min_fraction: 0 is out of range; expected a fraction above 0 and at most 1, such as 0.7.'),
     ({'verify_report_html_runs': 0},
      'verify_report_html_runs: 0 is out of range; expected a whole number of runs, 1 or more.'),
-    ({'verify_streams': 'ten'}, "verify_streams: 'ten' is not usable; expected a whole number of streams from 1 to 128"),
+    ({'verify_streams': 'ten'}, "verify_streams: 'ten' is not a whole number; expected a whole number of streams from 1 to 128"),
 ])
 def test_the_verify_role_ranges_are_the_ones_of_the_playbook_check(variables, problem):
     # the same value through check_host is refused too: one definition of each range
