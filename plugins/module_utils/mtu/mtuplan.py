@@ -14,6 +14,7 @@ import socket
 
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common import files
 from ansible_collections.bdp.wan_tune.plugins.module_utils.mtu import linkmtu
+from ansible_collections.bdp.wan_tune.plugins.module_utils.nic import survey
 
 DMI_DIR = '/sys/class/dmi/id'
 DMI_KEYS = ('sys_vendor', 'product_name', 'product_version', 'bios_vendor', 'bios_version', 'chassis_asset_tag')
@@ -134,12 +135,9 @@ def platform(choice, max_mtu=None):
         return {'platform': choice.split('-')[0], 'max_mtu': limit, 'evidence': 'platform=%s' % choice,
                 'note': note}
     dmi = dict((key, files.read_text(os.path.join(DMI_DIR, key)) or '') for key in DMI_KEYS)
-    drivers = {}
     try:
-        for name in os.listdir('/sys/class/net'):
-            target = os.path.join('/sys/class/net', name, 'device', 'driver')
-            if os.path.islink(target):
-                drivers[name] = os.path.basename(os.readlink(target))
+        names = os.listdir(survey.SYS_CLASS_NET)
     except OSError:
-        pass
-    return linkmtu.cloud_platform(dmi, drivers)
+        names = []
+    drivers = dict((name, survey.driver(name, survey.SYS_CLASS_NET)) for name in names)
+    return linkmtu.cloud_platform(dmi, dict((name, found) for name, found in drivers.items() if found))

@@ -1,14 +1,18 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, bdp.wan_tune contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Shared fixtures: a fake /proc/sys tree and fake sysctl.d directories in tmp_path."""
+"""Shared fixtures: a fake /proc/sys tree and fake sysctl.d directories in tmp_path, and a fake host for the NIC survey
+(sysfs, procfs and the SIOCETHTOOL ioctl)."""
 
 from __future__ import annotations
 
+import errno
 import os
+import struct
 
 import pytest
 
+from ansible_collections.bdp.wan_tune.plugins.module_utils.nic import ethtool
 from ansible_collections.bdp.wan_tune.plugins.module_utils.tuning import sysctl
 
 
@@ -82,4 +86,101 @@ def etc(tmp_path, monkeypatch):
     fake = FakeEtc(tmp_path / 'root')
     monkeypatch.setattr(sysctl, 'SYSCTL_DIRS', fake.dirs)
     monkeypatch.setattr(sysctl, 'SYSCTL_CONF', fake.conf)
+    return fake
+
+
+# ----------------------------------------------------------------------------- the NIC survey's host
+
+class FakeNicHost(object):
+    """sysfs (/sys/class/net, /sys/devices/system/cpu) and procfs (/proc/PID/comm, /proc/net/softnet_stat) below
+    ``root``, and the kernel's side of the SIOCETHTOOL ioctl (``call``, put in place of ethtool.call): per
+    interface its rings (rx, rx_max, tx, tx_max), coalescing (rx_usecs, adaptive_rx, adaptive_tx) and driver
+    statistics ({name: value}), each None when the driver does not implement the query (EOPNOTSUPP)."""
+
+    def __init__(self, root):
+        self.sys_class_net = str(root / 'sys' / 'class' / 'net')
+        self.cpu_dir = str(root / 'sys' / 'devices' / 'system' / 'cpu')
+        self.proc = str(root / 'proc')
+        self.ethtool = {}
+        self.requests = []
+        for directory in (self.sys_class_net, self.cpu_dir, os.path.join(self.proc, 'net')):
+            os.makedirs(directory)
+
+    def write(self, path, value):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, 'w') as handle:
+            handle.write('%s\n' % value)
+
+    def add_nic(self, name, driver=None, speed=-1, tx_queue_len=1000, numa_node=-1, counters=None,
+                rings=None, coalescing=None, stats=None):
+        """An interface; ``driver`` None makes a virtual one (no device/ directory), speed None no speed file."""
+        base = os.path.join(self.sys_class_net, name)
+        os.makedirs(os.path.join(base, 'statistics'))
+        if driver:
+            os.makedirs(os.path.join(base, 'device'))
+            os.symlink('../../../../bus/pci/drivers/%s' % driver, os.path.join(base, 'device', 'driver'))
+            self.write(os.path.join(base, 'device', 'numa_node'), numa_node)
+        if speed is not None:
+            self.write(os.path.join(base, 'speed'), speed)
+        self.write(os.path.join(base, 'tx_queue_len'), tx_queue_len)
+        self.set_counters(name, dict({'rx_missed_errors': 0, 'rx_dropped': 0, 'tx_dropped': 0}, **(counters or {})))
+        self.ethtool[name] = {'rings': rings, 'coalescing': coalescing, 'stats': stats}
+
+    def set_counters(self, name, counters):
+        for key, value in counters.items():
+            self.write(os.path.join(self.sys_class_net, name, 'statistics', key), value)
+
+    def governors(self, *names):
+        """CPU n gets the n-th governor (None: no cpufreq directory, as in a VM)."""
+        for cpu, governor in enumerate(names):
+            os.makedirs(os.path.join(self.cpu_dir, 'cpu%d' % cpu), exist_ok=True)
+            if governor:
+                self.write(os.path.join(self.cpu_dir, 'cpu%d' % cpu, 'cpufreq', 'scaling_governor'), governor)
+
+    def process(self, pid, comm):
+        self.write(os.path.join(self.proc, str(pid), 'comm'), comm)
+
+    def softnet(self, text):
+        with open(os.path.join(self.proc, 'net', 'softnet_stat'), 'w') as handle:
+            handle.write(text)
+
+    def call(self, name, request):
+        """What the kernel answers: the request filled in, as linux/ethtool.h lays the structures out."""
+        cmd = struct.unpack_from('=I', request)[0]
+        self.requests.append((name, cmd))
+        if name not in self.ethtool:
+            raise OSError(errno.ENODEV, os.strerror(errno.ENODEV))
+        data = self.ethtool[name]
+        key = {ethtool.ETHTOOL_GRINGPARAM: 'rings', ethtool.ETHTOOL_GCOALESCE: 'coalescing'}.get(cmd, 'stats')
+        if data[key] is None:
+            raise OSError(errno.EOPNOTSUPP, os.strerror(errno.EOPNOTSUPP))
+        reply = self._reply(cmd, data, struct.unpack_from('=III', request.ljust(12, b'\0')))
+        assert len(reply) <= len(request), 'the request is too short for the reply (the kernel would fault)'
+        return reply + request[len(reply):]
+
+    def _reply(self, cmd, data, words):
+        if cmd == ethtool.ETHTOOL_GRINGPARAM:
+            rx, rx_max, tx, tx_max = data['rings']
+            return struct.pack('=9I', cmd, rx_max, 0, 0, tx_max, rx, 0, 0, tx)
+        if cmd == ethtool.ETHTOOL_GCOALESCE:
+            rx_usecs, adaptive_rx, adaptive_tx = data['coalescing']
+            fields = [0] * 22
+            fields[0], fields[9], fields[10] = rx_usecs, int(adaptive_rx), int(adaptive_tx)
+            return struct.pack('=23I', cmd, *fields)
+        names, values = list(data['stats']), list(data['stats'].values())
+        if cmd == ethtool.ETHTOOL_GSSET_INFO:
+            return struct.pack('=IIQI', cmd, 0, 1 << ethtool.ETH_SS_STATS, len(names))
+        if cmd == ethtool.ETHTOOL_GSTRINGS:
+            assert words[1:] == (ethtool.ETH_SS_STATS, len(names)), words
+            return struct.pack('=III', cmd, ethtool.ETH_SS_STATS, len(names)) + b''.join(
+                name.encode().ljust(ethtool.ETH_GSTRING_LEN, b'\0') for name in names)
+        assert cmd == ethtool.ETHTOOL_GSTATS and words[1] == len(names), words
+        return struct.pack('=II%dQ' % len(values), cmd, len(values), *values)
+
+
+@pytest.fixture
+def nic_host(tmp_path, monkeypatch):
+    """A FakeNicHost below tmp_path; its ``call`` answers the ethtool ioctl for the test."""
+    fake = FakeNicHost(tmp_path / 'host')
+    monkeypatch.setattr(ethtool, 'call', fake.call)
     return fake
