@@ -170,7 +170,8 @@ def test_a_failed_rollback_step_does_not_stop_the_others(host):
 
     write_record(broken)            # what was there before: an algorithm this kernel does not have
     output, _changed = run('-e', 'wan_tune_state=absent', expect_rc=2)
-    assert 'The rollback is incomplete on controller: bbr: Restoring %s to nosuchcc failed' % cc in output, output
+    assert ('The rollback is incomplete on controller: bbr: congestion control and default qdisc: Restoring %s to '
+            'nosuchcc failed' % cc) in output, output
     # the buffers were rolled back all the same; the bbr file stays for the retry, with bbr live
     assert not os.path.exists(files['tcp_buffers_sysctl_file'])
     for key in KEYS:

@@ -7,8 +7,9 @@ order of -e wan_tune_state=absent (docs/rollout.md: "the same steps as -e wan_tu
 
 The roles' rollbacks themselves are proven elsewhere (the molecule scenarios, tests/integration/test_controller_host.py
 and the VM tier); this keeps the list in the canary from falling behind the playbook when a role is added, and keeps
-one rescue for every rollback step: the internal role bdp.wan_tune.rollback (tasks_from note), whose main entry point
-reports the failures together at the end of each role's rollback, or of the playbook (issue 16).
+one rescue for every rollback step: each role's tasks/absent.yml includes the internal role bdp.wan_tune.rollback once
+(tasks_from steps), which runs each step of the role with the one rescue and reports the failures together at the
+end of the role's rollback, or of the playbook (issues 16 and 23).
 """
 
 from __future__ import annotations
@@ -91,15 +92,34 @@ def includes_rollback(task, entry_point):
     return include.get('name') == 'bdp.wan_tune.rollback' and include.get('tasks_from') == entry_point
 
 
-def test_every_rollback_step_has_the_one_rescue():
-    rescues = 0
+def steps_include(role):
+    """The one include of role bdp.wan_tune.rollback (tasks_from steps) in the role's tasks/absent.yml."""
+    found = [task for task in tasks_in(load('roles', role, 'tasks', 'absent.yml')) if includes_rollback(task, 'steps')]
+    assert len(found) == 1, '%s: %d includes of the rollback steps' % (role, len(found))
+    return found[0]
+
+
+def test_each_role_rolls_back_through_the_one_include_of_its_steps():
     for role in ROLLBACK_ROLES:
-        for path in glob.glob(os.path.join(ROOT, 'roles', role, 'tasks', 'absent*.yml')):
+        include = steps_include(role)
+        steps = include['vars']['rollback_steps']
+        assert steps, role
+        for step in steps:
+            assert step['name'] and os.path.exists(os.path.join(ROOT, 'roles', role, 'tasks', step['file'])), (role, step)
+        # the steps are the role's only rescue: no step file and no other task file of the rollback rescues itself
+        for path in glob.glob(os.path.join(ROOT, 'roles', role, 'tasks', '*.yml')):
             for task in tasks_in(load(path)):
-                if 'rescue' in task:
-                    rescues += 1
-                    assert [includes_rollback(t, 'note') for t in task['rescue']] == [True], (path, task['name'])
-    assert rescues >= 7, 'the rollback steps lost their rescue'
+                assert not any(includes_rollback(t, 'note') for t in task.get('rescue') or []), (path, task['name'])
+
+
+def test_every_step_has_the_one_rescue_and_the_rollback_ends_with_the_one_report():
+    step = load('roles', 'rollback', 'tasks', 'step.yml')
+    assert len(step) == 1 and [t['ansible.builtin.include_tasks'] for t in step[0]['rescue']] == ['note.yml']
+    assert step[0]['block'][0]['ansible.builtin.include_tasks'].endswith('/tasks/{{ __rollback_step.file }}')
+    steps = load('roles', 'rollback', 'tasks', 'steps.yml')
+    assert steps[0]['ansible.builtin.include_tasks'] == 'step.yml'
+    assert steps[-1]['ansible.builtin.include_tasks'] == 'main.yml'
+    assert 'not __wan_tune_rollback_report_at_end' in str(steps[-1]['when'])
 
 
 def test_only_the_rollback_role_notes_a_failure():
@@ -113,12 +133,7 @@ def test_only_the_rollback_role_notes_a_failure():
             assert '__wan_tune_rollback_failures' not in facts, '%s: %s notes a failure itself' % (path, task['name'])
 
 
-def test_each_rollback_ends_with_the_one_report():
-    for role in ROLLBACK_ROLES:
-        last = load('roles', role, 'tasks', 'absent.yml')[-1]
-        assert last.get('ansible.builtin.include_role', {}).get('name') == 'bdp.wan_tune.rollback', role
-        assert 'tasks_from' not in last['ansible.builtin.include_role'], role
-        assert 'not __wan_tune_rollback_report_at_end' in str(last.get('when')), role
+def test_the_playbook_reports_every_role_s_rollback_at_its_end():
     last = tuning_play()['post_tasks'][-1]
     assert last['ansible.builtin.include_role']['name'] == 'bdp.wan_tune.rollback'
     assert tuning_play()['vars']['__wan_tune_rollback_report_at_end'] is True

@@ -28,7 +28,7 @@ def test_every_option_of_every_entry_point_is_declared():
         with open(path) as handle:
             for entry in yaml.safe_load(handle)['argument_specs'].values():
                 names.update(entry.get('options') or {})
-    assert len(paths) >= 9 and {'rate', 'migrate_hosts', 'verify_hosts', 'rollback_step', 'migrate_source'} <= names
+    assert len(paths) >= 9 and {'rate', 'migrate_hosts', 'verify_hosts', 'rollback_steps', 'migrate_source'} <= names
     assert specs.undeclared(dict.fromkeys(names, 'x')) == []
 
 
