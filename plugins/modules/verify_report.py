@@ -18,6 +18,12 @@ description:
     latest earlier V(stock) measurement of the same pair as its baseline.
   - Files are written atomically (a temporary file in the same directory, then a rename). Run files that are
     not runs of this report are left alone and not shown.
+  - With O(surveys) (the M(bdp.wan_tune.nic_facts) results of each host, before and after the tests), the run keeps
+    them as C(hosts) and the Markdown and HTML show a Hosts section - per host the CPU governor, irqbalance, the
+    softnet drops and time squeezes, per interface the driver, speed, rings (current of maximum), transmit queue
+    length, root qdisc, NUMA node and ring/missed drops. The diagnosis of a pair that failed (or fell short of its
+    C(min_fraction) unjudged) then names the setting to change on its sender or receiver, from the counters that
+    rose and the settings.
   - Never fails because a pair failed; it returns RV(failed_pairs) and RV(failure_msg), so that the caller decides.
 author:
   - bdp.wan_tune maintainers (@bdp-wan-tune)
@@ -45,6 +51,22 @@ options:
     description: How many runs, newest first, the HTML page shows (all are kept as JSON).
     type: int
     default: 20
+  surveys:
+    description:
+      - The host surveys of the run, as the bdp.wan_tune.verify role takes them - one M(bdp.wan_tune.nic_facts)
+        call per host before the first test and one after the last. A result that failed or did not reach the host
+        is shown with its message; a skipped one counts as not taken.
+      - Not given, the run keeps C(hosts) null and the report says that no survey was taken.
+    type: dict
+    suboptions:
+      before:
+        description: The registered M(bdp.wan_tune.nic_facts) result of each host, by inventory name, before the tests.
+        type: dict
+        default: {}
+      after:
+        description: The same, after the tests.
+        type: dict
+        default: {}
 extends_documentation_fragment:
   - bdp.wan_tune.attributes.controller
   - ansible.builtin.action_common_attributes
@@ -71,19 +93,39 @@ EXAMPLES = r"""
     msg: "{{ report.failure_msg }}"
   when: report.failed_pairs | length > 0
   run_once: true
+
+- name: Survey each host's NICs before the tests (and again after them, registered as survey_after)
+  bdp.wan_tune.nic_facts:
+    peers: "{{ wan_peers }}"
+  register: survey_before
+
+- name: The same report with the host surveys (a Hosts section; hints in the diagnosis of a pair that fell short)
+  bdp.wan_tune.verify_report:
+    results: "{{ verify_collected }}"
+    report_dir: "{{ lookup('env', 'PWD') }}/results/verify"
+    surveys:
+      before: "{{ dict(ansible_play_hosts | zip(ansible_play_hosts | map('extract', hostvars, 'survey_before'))) }}"
+      after: "{{ dict(ansible_play_hosts | zip(ansible_play_hosts | map('extract', hostvars, 'survey_after'))) }}"
+  delegate_to: localhost
+  run_once: true
 """
 
 RETURN = r"""
 run:
-  description: The run as written to RV(files.json) - C(id), C(time), C(label), C(check_mode), C(pairs),
-    C(failed_pairs), C(passed).
+  description:
+    - The run as written to RV(files.json) - C(id), C(time), C(label), C(check_mode), C(pairs), C(failed_pairs),
+      C(passed) and C(hosts).
+    - C(hosts) is null without O(surveys); else, by inventory name, C(before) and C(after) (the survey - C(interfaces),
+      C(nic) and C(host) of M(bdp.wan_tune.nic_facts) - or null when it was not taken or failed) and C(errors)
+      (the messages of surveys that failed).
   returned: always
   type: dict
 results:
   description:
     - One mapping per pair - C(key) (V(source -> target)), C(source), C(target), C(address), C(status) (V(PASS),
       V(FAIL), V(ERROR), V(CHECK MODE) or V(NOT JUDGED)), C(passed), C(receiver_bps), C(sender_bps),
-      C(retransmits), C(ceiling_bps), C(limit), C(expectation_bps), C(fraction), C(diagnosis), C(msg), C(rate),
+      C(retransmits), C(ceiling_bps), C(limit), C(expectation_bps), C(fraction), C(diagnosis) (with O(surveys), for
+      a pair that fell short, also the settings to change on its hosts), C(msg), C(rate),
       C(rate_bps), C(rtt_ms), C(rtt_source), C(streams), C(mean_rtt_ms), C(congestion), C(receive_buffer_bytes),
       C(send_buffer_bytes) and C(baseline_bps) (the stock baseline, or null).
   returned: always
@@ -160,6 +202,8 @@ def main():
             label=dict(type='str', default='run'),
             report_dir=dict(type='path', required=True),
             html_runs=dict(type='int', default=20),
+            surveys=dict(type='dict', options=dict(before=dict(type='dict', default={}),
+                                                   after=dict(type='dict', default={}))),
         ),
         supports_check_mode=True,
     )
@@ -172,7 +216,7 @@ def main():
         module.fail_json(msg='html_runs: %r is out of range; expected a whole number, 1 or more.' % params['html_runs'])
     when = datetime.datetime.now(datetime.timezone.utc)
     try:
-        run = report.build_run(params['results'], params['label'], when, module.check_mode)
+        run = report.build_run(params['results'], params['label'], when, module.check_mode, params['surveys'])
     except report.ReportError as exc:
         module.fail_json(msg=str(exc))
     runs = load_runs(directory)

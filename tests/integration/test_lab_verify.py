@@ -5,7 +5,8 @@
 
 Check mode first (nothing measured, no report), then a stock run labelled ``stock`` and judged against the link
 rate: it must fail, naming both pairs and the receive window, after writing the report. Then playbooks/wan_tune.yml,
-and a ``tuned`` run that passes, with the stock run as its baseline in the JSON, Markdown and HTML report.
+and a ``tuned`` run that passes, with the stock run as its baseline in the JSON, Markdown and HTML report, and the
+host survey of both hosts (bdp.wan_tune.nic_facts before and after each run) in its Hosts section.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ def test_verify_playbook_stock_fails_tuned_passes_with_the_baseline(tmp_path):
     lab = wanlab.Lab(name=NAME, rate='1g', rtt='98', hosts='containers',
                      log=lambda msg: print('lab: ' + msg, file=sys.stderr))
     pairs = ['%s -> %s' % (lab.host_name('A'), lab.host_name('B')), '%s -> %s' % (lab.host_name('B'), lab.host_name('A'))]
+    hosts = [lab.host_name('A'), lab.host_name('B')]
     report = tmp_path / 'report'
     try:
         with lab:
@@ -71,6 +73,10 @@ def test_verify_playbook_stock_fails_tuned_passes_with_the_baseline(tmp_path):
             check = playbook(common + [VERIFY, '--check', '-e', 'verify_label=stock'])
             assert check.returncode == 0, check.stdout[-3000:]
             assert check.stdout.count(': CHECK MODE: Check mode: no measurement was made') == 2
+            # the survey only reads, so it runs before the tests in check mode too; the one after is skipped
+            before, after = [block.split('\nTASK [')[0] for block in
+                             check.stdout.split('TASK [bdp.wan_tune.verify : Survey this host')[1:]]
+            assert all('ok: [%s]' % name in before for name in hosts) and 'ok: [' not in after, check.stdout[-3000:]
             assert not report.exists()
 
             stock = playbook(common + [VERIFY, '-e', 'verify_label=stock'])
@@ -111,3 +117,14 @@ def test_verify_playbook_stock_fails_tuned_passes_with_the_baseline(tmp_path):
     assert markdown.count('(%s) | PASS |' % kept['stock']['id']) == 2          # the stock baseline of both pairs
     page = (report / 'report.html').read_text()
     assert page.count('<section class="run"') == 2 and '"baseline_bps": %d' % stock_pairs[pairs[0]]['receiver_bps'] in page
+    # the host survey of both lab hosts, before and after each run, of the interface that routes to the other host
+    for run in kept.values():
+        assert sorted(run['hosts']) == sorted(hosts), run['hosts']
+        for name, entry in run['hosts'].items():
+            assert entry['errors'] == [] and entry['before'] and entry['after'], (name, entry)
+            routes = [nic['reason'] for nic in entry['after']['nic'].values()]
+            assert routes and all(reason.startswith('route to 198.18.') for reason in routes), routes
+            assert entry['after']['host']['softnet']['supported'] is True
+    assert '\n## Hosts\n' in markdown and page.count('<h3>Hosts</h3>') == 2
+    for name in hosts:
+        assert '| %s | before and after the tests |' % name in markdown

@@ -35,6 +35,12 @@ def playbook(tmp_path, *argv):
     return subprocess.run(cmd, env=env, text=True, capture_output=True, check=False, timeout=600)
 
 
+def survey_blocks(stdout):
+    """The output of each survey task of the role (its TASK line up to the next TASK or PLAY line)."""
+    return [block.split('\nTASK [')[0].split('\nPLAY ')[0]
+            for block in stdout.split('TASK [bdp.wan_tune.verify : Survey this host')[1:]]
+
+
 @pytest.mark.parametrize('extra, message', [
     (['-e', 'verify_streams=0'], 'verify_streams: 0 is out of range; expected a whole number of streams from 1 to 128.'),
     (['-e', 'rtt=auto'], 'verify_rtt (-e rtt=...) is auto, but this host has no fact tcp_buffers_measured_rtt_ms'),
@@ -59,10 +65,28 @@ def test_an_error_pair_does_not_stop_the_others_and_fails_after_the_report(tmp_p
     runs = [name for name in os.listdir(str(tmp_path / 'report')) if name.startswith('run-')]
     run = json.loads((tmp_path / 'report' / runs[0]).read_text())
     assert run['failed_pairs'] == ['h1 -> h3'] and run['passed'] is False
+    # the host survey ran on both hosts of the play, before and after the tests; over loopback it finds no NIC
+    # (the peers' address is the host's own), which the report shows and which stopped no test
+    surveys = survey_blocks(proc.stdout)
+    assert len(surveys) == 2 and all('ok: [h1]' in block and 'ok: [h2]' in block for block in surveys)
+    assert sorted(run['hosts']) == ['h1', 'h2']
+    for name in ('h1', 'h2'):
+        assert run['hosts'][name]['before'] is None and run['hosts'][name]['after'] is None
+        assert [error.split(': ')[0] for error in run['hosts'][name]['errors']] == [
+            'the survey before the tests failed', 'the survey after the tests failed']
+        assert 'No interface to survey: peer 127.0.0.1 (127.0.0.1) is an address of this host' in \
+            run['hosts'][name]['errors'][0]
+    assert '\n## Hosts\n' in (tmp_path / 'report' / 'report.md').read_text()
 
-    proc = playbook(tmp_path, '-e', 'verify_fail_on_error=false', '-e', 'verify_label=second')
+    proc = playbook(tmp_path, '-e', 'verify_fail_on_error=false', '-e', 'verify_label=second',
+                    '-e', 'verify_host_survey=false')
     assert proc.returncode == 0, proc.stdout[-3000:]
-    assert len([name for name in os.listdir(str(tmp_path / 'report')) if name.startswith('run-')]) == 2
+    runs = [name for name in os.listdir(str(tmp_path / 'report')) if name.startswith('run-')]
+    second = [name for name in runs if name.endswith('-second.json')]
+    assert len(runs) == 2 and len(second) == 1
+    assert json.loads((tmp_path / 'report' / second[0]).read_text())['hosts'] is None
+    surveys = survey_blocks(proc.stdout)
+    assert len(surveys) == 2 and all('ok: [' not in block and 'skipping: [h1]' in block for block in surveys)
 
 
 @pytest.fixture
@@ -111,3 +135,6 @@ def test_an_unreachable_peer_is_an_error_pair_and_the_others_and_the_report_stil
     run = json.loads((tmp_path / 'report' / runs[0]).read_text())
     assert run['failed_pairs'] == ['h1 -> h3'] and run['passed'] is False
     assert (tmp_path / 'report' / 'report.html').exists() and (tmp_path / 'report' / 'report.md').exists()
+    # its host survey could not reach it either: shown in the report, without taking it out of the play
+    assert [error.split(': ')[0] for error in run['hosts']['h3']['errors']] == [
+        'the survey before the tests failed', 'the survey after the tests failed'], run['hosts']['h3']

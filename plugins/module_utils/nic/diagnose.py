@@ -6,13 +6,11 @@ result) taken on the sender and the receiver before and after a path test that f
 
 ``hints(pair, sender, receiver)`` takes a pair as the verify report keeps it (verify_report.normalise: ``source``,
 ``target``, ``status``, ``fraction``, ``min_fraction``) and, per side, {'before': survey, 'after': survey}; it
-returns the report's diagnosis lines, [] for a pair that passed.  Counters that rose during the test say where
+returns the report's diagnosis lines for a pair that fell short (verify_report.fell_short).  Counters that rose during the test say where
 packets were lost: ring or missed drops (the NIC had no free descriptor), softnet drops (the backlog queue was
 full), time squeezes (the softirq ran out of budget).  The settings themselves (a governor that is not
 performance, rings below their maximum on a 10G+ NIC) are named too, since they explain a slow path without a drop.
 """
-
-from ansible_collections.bdp.wan_tune.plugins.module_utils.verify import verify_report
 
 FAST_NIC_MBPS = 10000        # from 10 Gbit/s up, rings below their maximum are worth a mention
 PERFORMANCE = 'performance'
@@ -22,15 +20,6 @@ AT_MAX_HINT = ('the rings are at the driver\'s maximum already (rx %d, tx %d), s
 BACKLOG_HINT = 'raise net.core.netdev_max_backlog'
 BUDGET_HINT = 'raise net.core.netdev_budget (and net.core.netdev_budget_usecs)'
 SOFTNET_BITS, COUNTER_BITS = 32, 64
-
-
-def fell_short(pair):
-    """The pair failed, or was measured below its min_fraction without a verdict."""
-    if pair.get('status') == verify_report.FAIL:
-        return True
-    fraction, least = pair.get('fraction'), pair.get('min_fraction')
-    return (pair.get('status') == verify_report.UNJUDGED and fraction is not None and least is not None
-            and float(fraction) < float(least))
 
 
 def rise(before, after, bits=COUNTER_BITS):
@@ -115,10 +104,8 @@ def _setting_hints(who, facts, named):
 
 
 def hints(pair, sender=None, receiver=None):
-    """The diagnosis lines for ``pair`` from the surveys of its ``sender`` and ``receiver`` ({'before': survey,
-    'after': survey}, either may be missing); [] when the pair did not fall short."""
-    if not fell_short(pair):
-        return []
+    """The diagnosis lines for ``pair``, a pair that fell short (verify_report.fell_short decides), from the surveys
+    of its ``sender`` and ``receiver`` ({'before': survey, 'after': survey}, either may be missing)."""
     lines = []
     for role, name, side in (('sender', pair.get('source'), sender), ('receiver', pair.get('target'), receiver)):
         before, after = (side or {}).get('before'), (side or {}).get('after')

@@ -147,12 +147,17 @@ def _setting(facts, show):
     return show(facts) if facts.get('supported') else 'unsupported'
 
 
+def rings_text(rings):
+    """'rx 256 of 4096, tx 256 of 4096' (current of maximum), or 'unsupported'."""
+    return _setting(rings or {}, lambda r: 'rx %(rx)d of %(rx_max)d, tx %(tx)d of %(tx_max)d' % r)
+
+
 def describe(name, facts):
     """One line of an interface's survey, for people."""
     speed = facts.get('speed_mbps')
     return '%s: driver %s, %s, rings %s, coalescing %s, txqueuelen %s, qdisc %s, NUMA node %s' % (
         name, facts.get('driver'), '%d Mbit/s' % speed if speed else 'speed not reported',
-        _setting(facts.get('rings') or {}, lambda r: 'rx %(rx)d of %(rx_max)d, tx %(tx)d of %(tx_max)d' % r),
+        rings_text(facts.get('rings')),
         _setting(facts.get('coalescing') or {}, lambda c: 'adaptive rx %s tx %s, rx-usecs %d' % (
             'on' if c['adaptive_rx'] else 'off', 'on' if c['adaptive_tx'] else 'off', c['rx_usecs'])),
         facts.get('tx_queue_len'), facts.get('qdisc') or 'unknown (no tc)',

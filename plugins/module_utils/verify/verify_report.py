@@ -7,8 +7,10 @@ A run is the list of pairs the role tested, each with the registered result of b
 (or the error that stopped the test).  ``normalise()`` turns one into the report's fixed set of figures,
 ``build_run()`` makes the run, and the renderers read the runs kept in the report directory: the HTML page draws
 one plot per run (goodput against ceiling per pair) and, for a run not labelled ``stock``, the latest earlier
-``stock`` measurement of the same pair as its baseline.  Everything here is pure: the module
-(plugins/modules/verify_report.py) does the reading and the atomic writing.
+``stock`` measurement of the same pair as its baseline.  With the host surveys (bdp.wan_tune.nic_facts, taken on
+each host before and after the tests), a run also keeps ``hosts``, shown in a Hosts section, and the diagnosis of
+a pair that fell short names the setting to change (module_utils/nic/diagnose.py).  Everything here is pure: the
+module (plugins/modules/verify_report.py) does the reading and the atomic writing.
 """
 
 import html
@@ -16,6 +18,8 @@ import json
 import re
 
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common import bdp
+from ansible_collections.bdp.wan_tune.plugins.module_utils.nic import diagnose
+from ansible_collections.bdp.wan_tune.plugins.module_utils.nic import survey
 
 SCHEMA = 1
 STOCK = 'stock'
@@ -27,6 +31,9 @@ FAILED = (FAIL, ERROR)
 # Figures copied from the iperf3_verify result as they are.
 FIGURES = ('receiver_bps', 'sender_bps', 'retransmits', 'ceiling_bps', 'limit', 'expectation_bps', 'expectation',
            'fraction', 'mean_rtt_ms', 'min_rtt_ms', 'congestion', 'iperf3_version')
+# What a run keeps of each bdp.wan_tune.nic_facts result, and when the role takes one.
+SURVEY_KEYS = ('interfaces', 'nic', 'host')
+SURVEY_SIDES = ('before', 'after')
 
 
 class ReportError(ValueError):
@@ -102,18 +109,55 @@ def normalise(entry, check_mode=False):
     return out
 
 
-def build_run(entries, label, when, check_mode=False):
-    """The run: its id (from ``when``, a UTC datetime), label, pairs and what failed."""
+def _survey(result):
+    """(survey, error) of one registered bdp.wan_tune.nic_facts result: its interfaces, nic and host, or None with
+    the message of a survey that failed or could not reach the host ('' for one that was skipped or not taken)."""
+    if not isinstance(result, dict) or not result or result.get('skipped'):
+        return None, ''
+    if isinstance(result.get('nic'), dict) and isinstance(result.get('host'), dict):
+        return dict((key, result.get(key)) for key in SURVEY_KEYS), ''
+    return None, str(result.get('msg') or 'the survey returned nothing').strip()
+
+
+def normalise_hosts(surveys):
+    """The run's ``hosts``, {host: {'before': survey or None, 'after': survey or None, 'errors': [messages]}}, from
+    ``surveys``: {'before': {host: nic_facts result}, 'after': {host: nic_facts result}}; None when no survey was
+    taken (the role's verify_host_survey is false).  A host whose surveys were both skipped is left out."""
+    if surveys is None:
+        return None
+    if not isinstance(surveys, dict) or not all(isinstance(surveys.get(side) or {}, dict) for side in SURVEY_SIDES):
+        raise ReportError('surveys: %s is not {"before": {host: nic_facts result}, "after": {...}}.'
+                          % bdp.show_value(surveys))
+    hosts = {}
+    for side in SURVEY_SIDES:
+        for name, result in (surveys.get(side) or {}).items():
+            found, error = _survey(result)
+            entry = hosts.setdefault(str(name), {'before': None, 'after': None, 'errors': []})
+            entry[side] = found
+            if error:
+                entry['errors'].append('the survey %s the tests failed: %s' % (side, error))
+    return dict((name, entry) for name, entry in hosts.items()
+                if entry['before'] or entry['after'] or entry['errors'])
+
+
+def build_run(entries, label, when, check_mode=False, surveys=None):
+    """The run: its id (from ``when``, a UTC datetime), label, pairs and what failed; with ``surveys`` (see
+    normalise_hosts) its hosts too, and the diagnosis of each pair that fell short gains the hints of its hosts."""
     check_label(label)
     if not isinstance(entries, list):
         raise ReportError('results: %s is not a list of tested pairs.' % bdp.show_value(entries))
     pairs = [normalise(entry, check_mode) for entry in entries]
+    hosts = normalise_hosts(surveys)
+    for pair in pairs:
+        if fell_short(pair):
+            pair['diagnosis'] += diagnose.hints(pair, (hosts or {}).get(pair['source']),
+                                                (hosts or {}).get(pair['target']))
     failed = [pair for pair in pairs if pair['status'] in FAILED]
     return {'schema': SCHEMA, 'id': when.strftime('%Y%m%dT%H%M%SZ'), 'time': when.strftime('%Y-%m-%dT%H:%M:%SZ'),
             'order': when.timestamp(),
             'label': label, 'check_mode': bool(check_mode), 'pairs': pairs,
             'failed_pairs': [pair['key'] for pair in failed],
-            'passed': None if check_mode or not pairs else not failed}
+            'passed': None if check_mode or not pairs else not failed, 'hosts': hosts}
 
 
 def run_file_name(run, taken=()):
@@ -195,6 +239,104 @@ def failure_message(run):
         ' | '.join(one_line(pair) for pair in failed)))
 
 
+def fell_short(pair):
+    """The pair failed, or was measured below its min_fraction without a verdict (its hosts' surveys may say why)."""
+    if pair.get('status') == FAIL:
+        return True
+    fraction, least = pair.get('fraction'), pair.get('min_fraction')
+    return (pair.get('status') == UNJUDGED and fraction is not None and least is not None
+            and float(fraction) < float(least))
+
+
+def shows_diagnosis(pair):
+    """Whether the report shows the pair's diagnosis: it failed, or fell short of its min_fraction unjudged."""
+    return pair['status'] in FAILED or fell_short(pair)
+
+
+# ----------------------------------------------------------------------------- Hosts
+
+HOSTS_NOTE = ('Surveyed by bdp.wan_tune.nic_facts on each host of the play before the first test and after the '
+              'last. Drops and time squeezes: what rose between the two surveys (over every test of the host), or '
+              'the count since boot where only one survey was taken.')
+NO_SURVEY = 'No host survey in this run (verify_host_survey: false).'
+HOST_COLUMNS = (('host', 'Host'), ('survey', 'Survey'), ('governor', 'CPU governor'), ('irqbalance', 'irqbalance'),
+                ('softnet_drops', 'Softnet drops'), ('time_squeezes', 'Time squeezes'))
+NIC_COLUMNS = (('host', 'Host'), ('interface', 'Interface'), ('driver', 'Driver'), ('speed', 'Speed (Mbit/s)'),
+               ('rings', 'Rings (current of maximum)'), ('tx_queue_len', 'txqueuelen'), ('qdisc', 'Root qdisc'),
+               ('numa_node', 'NUMA node'), ('ring_drops', 'Ring/missed drops'))
+
+
+def _count(value, since_boot):
+    return ('%d since boot' % value) if since_boot else '+%d' % value
+
+
+def _ring_drops(before, after):
+    """The ring/missed drops of one interface: the counters that rose from ``before`` (None: only one survey), else
+    the counters above zero since boot; 'unknown' when the interface reports none."""
+    counters = after.get('counters') or {}
+    if not isinstance(counters.get('rx_missed_errors'), int) and not (after.get('driver_drops') or {}).get('supported'):
+        return 'unknown'
+    if before is not None:
+        rose = diagnose.ring_drops(before, after)
+        return ', '.join('%s +%d' % item for item in sorted(rose.items())) or 'none'
+    found = dict((after.get('driver_drops') or {}).get('counters') or {}, rx_missed_errors=counters.get('rx_missed_errors'))
+    text = ', '.join('%s %d' % (key, value) for key, value in sorted(found.items()) if isinstance(value, int) and value)
+    return (text + ' since boot') if text else 'none since boot'
+
+
+def _nic_row(host, name, facts, before):
+    speed = facts.get('speed_mbps')
+    return {'host': host, 'interface': '%s (%s)' % (name, facts['reason']) if facts.get('reason') else name,
+            'driver': facts.get('driver') or '-', 'speed': str(speed) if speed else 'not reported',
+            'rings': survey.rings_text(facts.get('rings')),
+            'tx_queue_len': '-' if facts.get('tx_queue_len') is None else str(facts['tx_queue_len']),
+            'qdisc': facts.get('qdisc') or 'unknown (no tc)',
+            'numa_node': 'none' if facts.get('numa_node') is None else str(facts['numa_node']),
+            'ring_drops': _ring_drops(before, facts)}
+
+
+def _host_row(name, entry):
+    """One host of the Hosts section (see host_rows)."""
+    before, after = entry.get('before'), entry.get('after')
+    latest, both = after or before, bool(before and after)
+    row = {'host': name, 'errors': list(entry.get('errors') or []), 'nics': []}
+    if not latest:
+        row.update((key, '-') for key, _title in HOST_COLUMNS[2:])
+        row['survey'] = 'not surveyed'
+        return row
+    row['survey'] = 'before and after the tests' if both else 'before the tests only' if before else 'after the tests only'
+    facts = latest.get('host') or {}
+    governor, softnet = facts.get('governor') or {}, facts.get('softnet') or {}
+    row['governor'] = ', '.join(governor.get('governors') or []) if governor.get('supported') else 'unsupported'
+    row['irqbalance'] = 'running' if facts.get('irqbalance') else 'not running'
+    if not softnet.get('supported'):
+        row['softnet_drops'] = row['time_squeezes'] = 'unknown'
+    else:
+        counts = diagnose.softnet_rise(before.get('host') or {}, facts) if both else softnet
+        row['softnet_drops'] = _count(counts['dropped'], not both)
+        row['time_squeezes'] = _count(counts['time_squeeze'], not both)
+    nics, earlier = latest.get('nic') or {}, (before.get('nic') or {}) if both else {}
+    order = [nic for nic in latest.get('interfaces') or [] if nic in nics]
+    for nic in order + sorted(set(nics) - set(order)):
+        row['nics'].append(_nic_row(name, nic, nics[nic], earlier.get(nic)))
+    return row
+
+
+def host_rows(run):
+    """The Hosts section of a run, one item per host of its pairs (in their order) and per other host surveyed:
+    the text of each column of HOST_COLUMNS, 'errors' (a survey that failed) and 'nics' (one item per interface
+    surveyed, the text of each column of NIC_COLUMNS); None when the run took no survey.  Markdown and HTML show
+    the same text."""
+    hosts = run.get('hosts')
+    if hosts is None:
+        return None
+    names = []
+    for name in [item for pair in run['pairs'] for item in (pair['source'], pair['target'])] + sorted(hosts):
+        if name not in names:
+            names.append(name)
+    return [_host_row(name, hosts.get(name) or {}) for name in names]
+
+
 # ----------------------------------------------------------------------------- Markdown
 
 MD_HEAD = ('| Pair | Address | Goodput (Mbit/s) | Ceiling (Mbit/s) | Limit | Expectation (Mbit/s) | Share | '
@@ -221,18 +363,40 @@ def render_markdown(run, runs):
             pair['key'], pair.get('address') or '', mbit(pair.get('receiver_bps')), mbit(pair.get('ceiling_bps')),
             pair.get('limit') or '-', mbit(pair.get('expectation_bps')), share,
             '%s (%s)' % (mbit(base['receiver_bps']), base['run_id']) if base else '-', pair['status'])) + ' |')
-    problems = [pair for pair in run['pairs'] if pair['status'] in FAILED]
+    problems = [pair for pair in run['pairs'] if shows_diagnosis(pair)]
     if problems:
         lines += ['', '## Failed pairs', '']
         for pair in problems:
-            lines.append('- **%s**: %s' % (pair['key'], _md_cell(' | '.join(pair['diagnosis']) or pair['msg'])))
+            lines.append('- **%s**%s: %s' % (pair['key'], '' if pair['status'] in FAILED else ' (%s)' % pair['status'],
+                                             _md_cell(' | '.join(pair['diagnosis']) or pair['msg'])))
     paths = ['%s %s, %s ms (%s), %s stream%s' % (pair['key'], pair.get('rate'), pair.get('rtt_ms'),
                                                  pair.get('rtt_source') or 'given', pair.get('streams'),
                                                  '' if pair.get('streams') == 1 else 's') for pair in run['pairs']]
     if paths:
         lines += ['', 'Rate and RTT per pair: %s.' % '; '.join(paths)]
+    lines += _markdown_hosts(run)
     lines.append('')
     return '\n'.join(lines)
+
+
+def _md_table(columns, rows):
+    return (['| ' + ' | '.join(title for _key, title in columns) + ' |', '|' + '---|' * len(columns)]
+            + ['| ' + ' | '.join(_md_cell(row[key]) for key, _title in columns) + ' |' for row in rows])
+
+
+def _markdown_hosts(run):
+    """The Hosts section: nothing for a run kept before the surveys existed (no ``hosts``)."""
+    if 'hosts' not in run:
+        return []
+    rows = host_rows(run)
+    if rows is None:
+        return ['', '## Hosts', '', NO_SURVEY]
+    lines = ['', '## Hosts', '', HOSTS_NOTE, ''] + _md_table(HOST_COLUMNS, rows)
+    nics = [nic for row in rows for nic in row['nics']]
+    if nics:
+        lines += [''] + _md_table(NIC_COLUMNS, nics)
+    errors = ['- %s: %s' % (row['host'], _md_cell(error)) for row in rows for error in row['errors']]
+    return lines + ([''] + errors if errors else [])
 
 
 # ----------------------------------------------------------------------------- HTML
@@ -316,6 +480,7 @@ svg .bar.measured.check-mode, svg .bar.measured.not-judged { fill: #1565c0; }
 svg .bar.baseline { fill: #9e9e9e; } svg .ceiling { stroke: #111; stroke-width: 3; }
 .legend span { display: inline-block; margin-right: 1.5em; font-size: 0.9em; }
 .diag { font-size: 0.85em; max-width: 60em; }
+.hosts-note { font-size: 0.85em; color: #555; max-width: 60em; }
 """
 
 
@@ -344,8 +509,32 @@ def _html_table(run, runs):
                         mbit(pair.get('expectation_bps')), esc(percent(pair.get('fraction'))),
                         esc('%s (%s)' % (mbit(base['receiver_bps']), base['run_id'])) if base else '-',
                         esc(pair['status'].split()[0]), esc(pair['status']),
-                        esc(' | '.join(pair['diagnosis'])) if pair['status'] in FAILED else ''))
+                        esc(' | '.join(pair['diagnosis'])) if shows_diagnosis(pair) else ''))
     return '<table>%s</table>' % ''.join(rows)
+
+
+def _html_rows(columns, rows, cls):
+    esc = html.escape
+    head = '<tr>%s</tr>' % ''.join('<th>%s</th>' % esc(title) for _key, title in columns)
+    body = ''.join('<tr data-host="%s">%s</tr>' % (esc(row['host']), ''.join(
+        '<td>%s</td>' % esc(row[key]) for key, _title in columns)) for row in rows)
+    return '<table class="%s">%s%s</table>' % (cls, head, body)
+
+
+def _html_hosts(run):
+    """The Hosts section of a run's part of the page (as _markdown_hosts)."""
+    if 'hosts' not in run:
+        return ''
+    rows = host_rows(run)
+    if rows is None:
+        return '<h3>Hosts</h3><p class="hosts-note">%s</p>' % html.escape(NO_SURVEY)
+    nics = [nic for row in rows for nic in row['nics']]
+    errors = ''.join('<li>%s: %s</li>' % (html.escape(row['host']), html.escape(error))
+                     for row in rows for error in row['errors'])
+    return '<h3>Hosts</h3><p class="hosts-note">%s</p>%s%s%s' % (
+        html.escape(HOSTS_NOTE), _html_rows(HOST_COLUMNS, rows, 'hosts'),
+        _html_rows(NIC_COLUMNS, nics, 'nics') if nics else '',
+        '<ul class="survey-errors">%s</ul>' % errors if errors else '')
 
 
 def render_html(runs, limit=20):
@@ -361,11 +550,11 @@ def render_html(runs, limit=20):
         sections.append(
             '<section class="run" id="%s"><h2>%s: %s <span class="%s">%s</span></h2>'
             '<p>%s, %d pair%s%s.</p><svg class="plot" data-run="%s" role="img" aria-label="goodput against ceiling '
-            'per pair" xmlns="http://www.w3.org/2000/svg"></svg>%s</section>' % (
+            'per pair" xmlns="http://www.w3.org/2000/svg"></svg>%s%s</section>' % (
                 esc(name), esc(run['label']), esc(run['time']), esc(verdict.split()[0]), esc(verdict),
                 esc(name), len(run['pairs']), '' if len(run['pairs']) == 1 else 's',
                 esc(', failed: ' + ', '.join(run.get('failed_pairs') or [])) if run.get('failed_pairs') else '',
-                esc(name), _html_table(run, runs)))
+                esc(name), _html_table(run, runs), _html_hosts(run)))
     data = json.dumps({'runs': [_plot_data(run, runs) for run in shown]}, sort_keys=True)
     data = data.replace('&', '\\u0026').replace('<', '\\u003c').replace('>', '\\u003e')
     return ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>bdp.wan_tune path verification'

@@ -72,3 +72,32 @@ def test_bad_inputs_fail_naming_the_variable(run_module, tmp_path):
     result = run_module(verify_report.main, {'results': [], 'report_dir': str(tmp_path), 'html_runs': 0})
     assert result['rc'] == 1 and result['msg'].startswith('html_runs: 0 is out of range')
     assert os.listdir(str(tmp_path)) == []
+
+
+def test_the_surveys_are_kept_in_the_json_and_shown_in_both_reports(run_module, tmp_path):
+    directory = str(tmp_path / 'report')
+    result = run_module(verify_report.main, {'results': load('loopback-fail-rate-1t.json'), 'report_dir': directory,
+                                             'surveys': load('surveys-ring-drops.json')})
+    assert result['rc'] == 0 and result['passed'] is False
+    hint = [line for line in result['results'][0]['diagnosis'] if line.startswith('receiver h2: ring/missed drops')]
+    assert len(hint) == 1 and hint[0] in result['failed_pairs'][0]['diagnosis']
+    saved = json.loads(open(result['files']['json']).read())
+    assert sorted(saved['hosts']) == ['h1', 'h2'] and saved['hosts']['h2']['after']['nic']['ens4']['driver'] == 'e1000e'
+    assert saved['pairs'][0]['diagnosis'] == result['results'][0]['diagnosis']
+    assert '\n## Hosts\n' in (tmp_path / 'report' / 'report.md').read_text()
+    assert '<h3>Hosts</h3>' in (tmp_path / 'report' / 'report.html').read_text()
+    # without surveys (verify_host_survey: false) the run keeps hosts null, next to the earlier run
+    again = run_module(verify_report.main, {'results': load('loopback-pass.json'), 'report_dir': directory})
+    assert again['rc'] == 0 and again['run']['hosts'] is None
+    assert json.loads(open(again['files']['json']).read())['hosts'] is None
+    assert '2 runs shown of 2 kept' in (tmp_path / 'report' / 'report.html').read_text()
+
+
+def test_an_older_run_file_in_the_directory_still_renders(run_module, tmp_path):
+    (tmp_path / 'run-20261120T100000Z-stock.json').write_text(json.dumps(load('run-20261120T100000Z-stock.json')))
+    result = run_module(verify_report.main, {'results': load('lab-tuned.json'), 'label': 'tuned',
+                                             'report_dir': str(tmp_path), 'surveys': {'before': {}, 'after': {}}})
+    assert result['rc'] == 0 and result['passed'] is True
+    assert all(pair['baseline_run'] == '20261120T100000Z' for pair in result['results'])
+    page = (tmp_path / 'report.html').read_text()
+    assert '2 runs shown of 2 kept' in page and page.count('<h3>Hosts</h3>') == 1

@@ -80,18 +80,18 @@ def test_softnet_drops_and_time_squeezes_name_the_backlog_and_the_budget(receive
         'with packets left): raise net.core.netdev_budget (and net.core.netdev_budget_usecs)']
 
 
-def test_a_passed_pair_or_one_that_did_not_run_gets_no_hint(receiver):
-    receiver.softnet(SOFTNET % (40, 7))
-    after = take(receiver)
+def test_a_passed_pair_or_one_that_did_not_run_did_not_fall_short():
+    # the report asks for hints only where a pair fell short (test_verify_report_hosts.py shows none for the others)
     for name in ('loopback-pass.json', 'loopback-error-congestion.json', 'loopback-check-mode.json'):
-        assert diagnose.hints(pair(name), receiver={'before': receiver.before, 'after': after}) == [], name
+        assert not verify_report.fell_short(pair(name)), name
 
 
 def test_a_pair_below_its_fraction_without_a_verdict_fell_short():
     short = dict(FAILED, status=verify_report.UNJUDGED, fraction=0.4, min_fraction=0.7)
-    assert diagnose.fell_short(short) is True
-    assert diagnose.fell_short(dict(short, fraction=0.9)) is False
-    assert diagnose.fell_short(dict(short, fraction=None)) is False
+    assert verify_report.fell_short(short) is True
+    assert verify_report.fell_short(dict(short, fraction=0.9)) is False
+    assert verify_report.fell_short(dict(short, fraction=None)) is False
+    assert verify_report.fell_short(FAILED) is True
 
 
 def test_counters_that_wrap_or_reset():
