@@ -14,8 +14,9 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CACHE="$ROOT/.cache/vm"
 HASH="$(cat "${BASH_SOURCE[0]}" "$ROOT/scripts/debian-mirror.sh" | sha256sum | cut -c1-16)"
 # What a small stock Debian server has, plus the kernel and what the roles call:
-# iproute2 (ip, tc, ss), kmod (modprobe), procps (sysctl), iputils-ping (jumbo proof).
-PACKAGES=systemd,systemd-sysv,udev,dbus,python3,iproute2,procps,kmod,openssh-server,iputils-ping,linux-image-amd64,initramfs-tools
+# iproute2 (ip, tc, ss), kmod (modprobe), procps (sysctl), iputils-ping (jumbo proof); ethtool for the tier's own
+# reading of rings and coalescing (the nic role does not need it: it uses the ioctl).
+PACKAGES=systemd,systemd-sysv,udev,dbus,python3,iproute2,procps,kmod,openssh-server,iputils-ping,ethtool,linux-image-amd64,initramfs-tools
 SUITES=("$@")
 [ "${#SUITES[@]}" -gt 0 ] || SUITES=(bookworm trixie)
 

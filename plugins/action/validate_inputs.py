@@ -38,6 +38,7 @@ from ansible_collections.bdp.wan_tune.plugins.module_utils.common import bdp as 
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common import checks as _checks
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common import peers as _peers
 from ansible_collections.bdp.wan_tune.plugins.module_utils.mtu import linkmtu as _linkmtu
+from ansible_collections.bdp.wan_tune.plugins.module_utils.nic import settings as _nic
 from ansible_collections.bdp.wan_tune.plugins.module_utils.transfer import hpnssh as _hpnssh
 from ansible_collections.bdp.wan_tune.plugins.module_utils.transfer import rsyncd as _rsyncd
 from ansible_collections.bdp.wan_tune.plugins.module_utils.transfer import rsynctls as _rsynctls
@@ -76,9 +77,13 @@ TYPE_WORDS = {
     'dict': ('a mapping', 'a mapping'),
     'list': ('a list', 'a list'),
 }
+# The nic role's words-or-numbers (nic_rings: max, keep or a number), read by the rule of module_utils/nic/settings.py
+# that the nic_settings module reads.
+NIC_SETTINGS = tuple('nic_' + option for option in _nic.WORDS)
 # What a variable with a rule of its own accepts, where its type alone says less.
-RULE_HELP = {'bbr_algorithm': _kmod.CONGESTION_CONTROL_HELP}
-_VALIDATORS = {}        # var -> Ansible's ArgumentSpecValidator for its declaration, made once
+RULE_HELP = dict([('bbr_algorithm', _kmod.CONGESTION_CONTROL_HELP)] +
+                 [(var, _nic.accepted(var[len('nic_'):])) for var in NIC_SETTINGS])
+_VALIDATORS = {}        # a declaration (type, elements, choices) -> Ansible's ArgumentSpecValidator, made once
 # Whole numbers and their ranges: (lowest, highest or None, what is accepted).
 INT_RANGES = {
     'verify_streams': (_checks.STREAMS_MIN, _checks.STREAMS_MAX, _checks.streams_help(default=1)),
@@ -268,13 +273,17 @@ def to_list(value, name, accepted):
     raise Refusal('is %s, not a list' % kind(value), accepted)
 
 
-def _validator(var, option):
-    """Ansible's validator for one option: its type, elements and choices (suboptions are left to the role's own
-    rules, which word each problem: rsyncd.check for the modules and users)."""
-    if var not in _VALIDATORS:
-        spec = dict((key, option[key]) for key in ('type', 'elements', 'choices') if key in option)
-        _VALIDATORS[var] = ArgumentSpecValidator({var: spec})
-    return _VALIDATORS[var]
+def _validator(option):
+    """Ansible's validator for an option's type, elements and choices, made once per distinct declaration.  Suboptions
+    and the elements of a list of mappings are left to the role's own rules, which word each problem (rsyncd.check
+    for the modules and users)."""
+    spec = dict((key, option[key]) for key in ('type', 'elements', 'choices') if key in option)
+    if spec.get('elements') == 'dict':
+        del spec['elements']
+    key = repr(sorted(spec.items()))
+    if key not in _VALIDATORS:
+        _VALIDATORS[key] = ArgumentSpecValidator({'value': spec})
+    return _VALIDATORS[key]
 
 
 def typed(var, value, option):
@@ -282,14 +291,16 @@ def typed(var, value, option):
     the option's declared type, elements and choices; a Refusal, in the words of the other checks, where it cannot.
 
     The roles read their variables as given, not as the validator converts them (-e passes strings), so where the
-    roles' reading is stricter the value must also read the same there: a boolean as the ``bool`` filter reads it
-    (' yes' and 'n' are booleans to the validator, false and true to the filter), a choice as the very string (the
-    validator turns true into 'yes'), a list as a list (the validator splits 'a,b'), a string as a string or number
-    (the validator writes a mapping as its Python text), a whole number never as a boolean."""
+    roles' reading is stricter the value must also read the same there (``reads_the_same``): a boolean as the
+    ``bool`` filter reads it (' yes' and 'n' are booleans to the validator, false and true to the filter), a choice
+    as the very string (the validator turns true into 'yes'), a list as a list (the validator splits 'a,b') of
+    strings where it holds strings (the validator writes a mapping, a list or null as Python text), a string as a
+    string or a number (never a boolean: 'True'), a whole number as digits (the validator also takes '3.0' and
+    '1_000', which the roles' int filter does not)."""
     kind_ = option.get('type', 'str')
-    result = _validator(var, option).validate({var: value})
+    result = _validator(option).validate({'value': value})
     refused = bool(result.error_messages) or value is None      # the validator passes a null by
-    converted = None if refused else result.validated_parameters[var]
+    converted = None if refused else result.validated_parameters['value']
     if kind_ == 'path' and isinstance(value, str):
         converted = value       # as given: the validator expands ~ and $HOME, the roles do not
     if option.get('choices'):
@@ -298,15 +309,32 @@ def typed(var, value, option):
     elif kind_ == 'bool':
         if refused or _bdp.read_bool(value) is not converted:
             return to_bool(value)
-    elif kind_ == 'list' and not isinstance(value, (list, tuple)):
-        to_list(value, var, 'a list')
-    elif refused or (isinstance(value, bool) and kind_ in ('int', 'float')) or \
-            (kind_ in ('str', 'path') and not isinstance(value, (str, int, float))):
+    elif kind_ == 'list':
+        if not isinstance(value, (list, tuple)):
+            to_list(value, var, 'a list')
+        bad = [(index, item) for index, item in enumerate(value)
+               if option.get('elements') == 'str' and not isinstance(item, str)]
+        if bad:
+            index, item = bad[0]
+            raise Refusal('has an item [%d] that is %s, not a string' % (index, kind(item)), 'a list of strings')
+    elif refused or not reads_the_same(kind_, value):
         what, accepted = TYPE_WORDS.get(kind_, (kind_, kind_))
         accepted = INT_RANGES[var][2] if var in INT_RANGES else RULE_HELP.get(var, accepted)
         raise Refusal('is not %s' % what if isinstance(value, str) else 'is %s, not %s' % (kind(value), what),
                       accepted)
     return converted
+
+
+def reads_the_same(kind_, value):
+    """Whether a value the validator took as ``kind_`` is also what the roles read: no boolean as a number or a
+    string, no mapping or list as a string, a whole number in digits (bdp.read_whole, the collection's reader)."""
+    if isinstance(value, bool):
+        return False
+    if kind_ in ('str', 'path'):
+        return isinstance(value, (str, int, float))
+    if kind_ == 'int':
+        return _bdp.read_whole(value) is not None
+    return True
 
 
 def in_range(var, number):
@@ -398,12 +426,14 @@ def convert(var, name, value, option, problems):
 
 def meaning(var, value, option):
     """A value of its declared type, checked by the rule its type or name has: a whole number in its range, an
-    absolute path, a string that is not empty, a congestion control the kernel could name."""
+    absolute path, a string that is not empty, a congestion control the kernel could name, a NIC setting."""
     kind_ = option.get('type', 'str')
     if var == 'bbr_algorithm':
         reason = _kmod.congestion_control_name(value)
         if reason:
             raise Refusal(reason, _kmod.CONGESTION_CONTROL_HELP)
+    elif var in NIC_SETTINGS:
+        return nic_setting(var, value)
     elif kind_ == 'int':
         return in_range(var, value)
     elif kind_ == 'path':
@@ -436,7 +466,20 @@ SPECIAL = {
         var, name, value, _linkmtu.check_ifname, IFNAME_HELP, problems),
     'jumbo_mtu_peers': lambda var, name, value, problems: _check_items(
         var, name, value, _linkmtu.parse_peer, _linkmtu.PEER_HELP, problems, label='peer '),
+    'nic_interfaces': lambda var, name, value, problems: _check_items(
+        var, name, value, _linkmtu.check_ifname, IFNAME_HELP, problems),
+    'nic_peers': lambda var, name, value, problems: _check_items(
+        var, name, value, _linkmtu.parse_peer, _linkmtu.PEER_HELP, problems, label='peer '),
 }
+
+
+def nic_setting(var, value):
+    """nic_rings, nic_txqueuelen, nic_coalescing: a word or a whole number, as the nic_settings module reads it."""
+    option = var[len('nic_'):]
+    try:
+        return _nic.choice(option, value, var)
+    except _nic.SettingsError:
+        raise Refusal('is not accepted', _nic.accepted(option))
 
 
 def _short_error(error):
@@ -538,6 +581,13 @@ def check_host(variables, tcp_buffers=True, jumbo_mtu=True, play_peers=None, spe
         elif not peers and values.get('jumbo_mtu_peers_from_play') is False:
             problems.append('jumbo_mtu_peers: no peers, and jumbo_mtu_peers_from_play is false, so the path cannot be '
                             'proven; expected a list of %s.' % _linkmtu.PEER_HELP)
+    # nic: the interfaces it tunes are nic_interfaces, else those that route to its peers: it needs one or the other.
+    if values.get('nic') and role_state('nic') == 'present' and not values.get('nic_interfaces') \
+            and values.get('nic_interfaces') is not None and not values.get('nic_peers') \
+            and not rtt_peers(values, play_peers):
+        problems.append('nic: no interfaces to tune: nic_interfaces is empty, and the host has no peers whose route '
+                        'would name them (nic_peers, wan_peers, wan_peer, or other hosts in the play); expected '
+                        'nic_interfaces (a list of interface names, such as [ens4]) or the peers.')
     # rsync_daemon: the role's own rules (module_utils/transfer/rsyncd.py: writable modules, paths, socket options, max
     # connections, users), where the role runs with state present; they never show a password.
     # A host without modules is left alone by the role; an explicit rsync_daemon_state: present there is refused.

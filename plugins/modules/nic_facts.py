@@ -141,26 +141,16 @@ def runner(module, binary):
 def requested(module, links, run_ip):
     """[(interface, reason)] as asked: the named interfaces, else those that route to the peers."""
     params = module.params
-    if params['interfaces']:
-        here = ', '.join(sorted(name for name, link in links.items() if link.get('link_type') != 'loopback'))
-        for name in params['interfaces']:
-            try:
-                linkmtu.check_ifname(name)
-            except linkmtu.MtuError as exc:
-                module.fail_json(msg='interfaces: %s' % exc)
-            if name not in links:
-                module.fail_json(msg='interfaces: %s does not exist on this host; interfaces here: %s.'
-                                 % (name, here or 'none'))
-        return [(name, 'given') for name in params['interfaces']]
-    if not params['peers']:
+    if not params['interfaces'] and not params['peers']:
         module.fail_json(msg='Nothing to survey: set interfaces (the interfaces to read) or peers (their routes name '
                              'the interfaces).')
-    peers, errors = mtuplan.resolve_peers(run_ip, params['peers'])
-    if not peers:
-        module.fail_json(msg='No interface to survey: %s' % ' '.join(errors))
+    try:
+        pairs, errors = mtuplan.requested(links, run_ip, params['interfaces'], params['peers'])
+    except linkmtu.MtuError as exc:
+        module.fail_json(msg=str(exc) if params['interfaces'] else 'No interface to survey: %s' % exc)
     for error in errors:
         module.warn('%s That peer\'s interface is not surveyed.' % error)
-    return [(peer['interface'], 'route to %s' % peer['address']) for peer in peers]
+    return pairs
 
 
 def main():

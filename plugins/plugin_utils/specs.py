@@ -27,7 +27,7 @@ ROLES_DIR = os.path.join(BASE, 'roles')
 PLAYBOOKS_DIR = os.path.join(BASE, 'playbooks')
 PLAYBOOK_SPEC = os.path.join(PLAYBOOKS_DIR, 'meta', 'argument_specs.yml')
 # The roles the tuning playbook checks, in the order it runs them (verify: the canary).
-ROLES = ('bbr', 'tcp_buffers', 'jumbo_mtu', 'rsync_daemon', 'hpn_ssh', 'verify')
+ROLES = ('bbr', 'tcp_buffers', 'nic', 'jumbo_mtu', 'rsync_daemon', 'hpn_ssh', 'verify')
 # The collection's namespaces: a variable named so is the collection's, and a spec declares it.  A role's name
 # alone (bbr, tcp_buffers) is in them too: -e bbr=false reads as "leave the role out", which it is not.
 NAMESPACE = re.compile(r'^(?:(?:tcp_buffers|bbr|jumbo_mtu|rsync_daemon|hpn_ssh|wan_tune)(?:_|$)|(?:verify|migrate|nic)_)')

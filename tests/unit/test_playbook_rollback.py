@@ -50,7 +50,7 @@ def rollback_block():
 
 def test_the_canary_rolls_back_every_role_the_run_can_apply():
     applied = [role_of(task) for task in tuning_play()['tasks'] if role_of(task)]
-    assert applied == ['bbr', 'tcp_buffers', 'jumbo_mtu', 'rsync_daemon', 'hpn_ssh']
+    assert applied == ['bbr', 'tcp_buffers', 'nic', 'jumbo_mtu', 'rsync_daemon', 'hpn_ssh']
     block = rollback_block()
     rolled_back = [role_of(task) for task in block['block']]
     assert sorted(rolled_back) == sorted(applied), 'the canary rollback misses %s' % (set(applied) - set(rolled_back))
@@ -70,13 +70,13 @@ def test_the_canary_rolls_back_in_the_order_of_wan_tune_state_absent():
 def test_the_transport_roles_are_rolled_back_where_the_run_applied_them():
     playbook = dict((role_of(task), conditions(task)) for task in tuning_play()['tasks'] if role_of(task))
     canary = dict((role_of(task), conditions(task)) for task in rollback_block()['block'])
-    for role in ('rsync_daemon', 'hpn_ssh'):
+    for role in ('nic', 'rsync_daemon', 'hpn_ssh'):
         opt_in = '%s | default(false) | bool' % role
         assert any(condition.startswith(opt_in) for condition in playbook[role]), playbook[role]
         assert canary[role] == [opt_in], canary[role]
 
 
-ROLLBACK_ROLES = ('bbr', 'tcp_buffers', 'jumbo_mtu', 'rsync_daemon', 'hpn_ssh')
+ROLLBACK_ROLES = ('bbr', 'tcp_buffers', 'nic', 'jumbo_mtu', 'rsync_daemon', 'hpn_ssh')
 
 
 def tasks_in(tasks):

@@ -72,6 +72,24 @@ class RealHost(object):
         assert vm.out('cat /etc/modules-load.d/bdp-wan-tune.conf').split()[-2:] == ['tcp_bbr', 'sch_fq']
         self.assert_fq_everywhere(vm)
 
+    @staticmethod
+    def nic(vm, name, lines=None):
+        """{'RX:': '4096', 'TX:': '4096', 'rx-usecs:': '50', 'txqueuelen': '1000', ...} of one NIC, from the
+        snapshot's ethtool lines (now, or ``lines``: the stock ones)."""
+        found = {}
+        for line in vmlib.snapshot(vm)['nic'] if lines is None else lines:
+            words = line.split()
+            if words[0] == name:
+                found[words[2] if words[1] == 'ring' else words[1]] = words[-1]
+        return found
+
+    def assert_nic_tuned(self, vm):
+        """The e1000e at its rings' maximum and the fixed rx-usecs; its .link file keeps the default naming."""
+        fast = self.nic(vm, vm.fast_nic)
+        assert (fast['RX:'], fast['TX:'], fast['rx-usecs:']) == ('4096', '4096', '50'), fast
+        link = vm.out('cat /etc/systemd/network/*bdp-wan-tune*%s*.link' % vm.fast_nic)
+        assert 'RxBufferSize=4096' in link and 'NamePolicy=' in link, link
+
     def assert_fq_everywhere(self, vm):
         lines = self.qdiscs(vm)
         roots = dict((line.split()[4], line.split()[1]) for line in lines if ' root' in line)
@@ -119,9 +137,15 @@ class RealHost(object):
         self.assert_stock(host)
 
     def test_03_converge(self, host):
+        stock = self.nic(host, host.fast_nic)
+        assert (stock['RX:'], stock['TX:']) == ('256', '256'), stock      # of 4096 (QEMU's 82574L)
         output, changed = self.run(host, '-e', 'rate=10g rtt=98')
         assert changed > 0
         self.assert_tuned(host, 980000000)
+        self.assert_nic_tuned(host)
+        # the virtio WAN NIC: its rings are at their maximum already (256 of 256), nothing failed
+        wan, stock = self.nic(host, host.wan_nic), self.nic(host, host.wan_nic, host.stock['nic'])
+        assert (wan['RX:'], wan['TX:']) == (stock['RX:'], stock['TX:']), output[-3000:]
 
     def test_04_second_run_changes_nothing(self, host):
         _output, changed = self.run(host, '-e', 'rate=10g rtt=98')
@@ -153,6 +177,7 @@ class RealHost(object):
         self.run(host, '-e', 'rate=1g rtt=98')
         host.reboot()
         self.assert_tuned(host, 98000000)   # from systemd-sysctl, systemd-modules-load and default_qdisc
+        self.assert_nic_tuned(host)         # from the .link file, applied by systemd-udevd at boot
         _output, changed = self.run(host, '-e', 'rate=1g rtt=98')
         assert changed == 0
 

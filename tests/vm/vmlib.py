@@ -26,6 +26,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 CACHE = os.path.join(ROOT, '.cache', 'vm')
 KVM_BROKEN = os.path.join(CACHE, 'kvm-broken')
 CONTROL_MAC = '52:54:00:bd:00:01'   # matched by the image's 10-control.network (DHCP)
+FAST_NIC_MAC = '52:54:00:bd:02:01'  # the e1000e NIC (QEMU's Intel 82574L) that proves rings and coalescing
+FAST_NIC_ADDRESS = '198.18.200.2/24'
 SSH_OPTS = ['-o', 'StrictHostKeyChecking=no', '-o', 'UserKnownHostsFile=/dev/null', '-o', 'LogLevel=ERROR',
             '-o', 'ConnectTimeout=5', '-o', 'BatchMode=yes', '-o', 'ServerAliveInterval=5']
 
@@ -173,7 +175,11 @@ class VM(object):
                 '-append', 'root=/dev/vda rw console=ttyS0 net.ifnames=1',
                 '-drive', 'file=%s,format=qcow2,if=virtio,cache=unsafe' % disk,
                 '-netdev', 'user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:%d-:22' % self.port,
-                '-device', 'virtio-net-pci,netdev=n0,mac=%s' % CONTROL_MAC]
+                '-device', 'virtio-net-pci,netdev=n0,mac=%s' % CONTROL_MAC,
+                # a 1G Intel NIC whose rings (256 of 4096) and coalescing the nic role can change for real; its own
+                # user network, isolated (restrict=on), carries no test traffic
+                '-netdev', 'user,id=n2,restrict=on',
+                '-device', 'e1000e,netdev=n2,mac=%s' % FAST_NIC_MAC]
         if self.wan:
             tap, host_addr, _guest, queues = self.wan
             self._tap_up(tap, host_addr, queues)
@@ -203,7 +209,9 @@ class VM(object):
         """Give the WAN NIC its address through systemd-networkd (the host's own boot machinery)."""
         _tap, _host, guest_addr, _queues = self.wan
         text = '[Match]\nMACAddress=%s\n\n[Network]\nAddress=%s\nLinkLocalAddressing=no\n' % (self.wan_mac, guest_addr)
-        self.ssh('cat > /etc/systemd/network/20-wan.network <<"EOF"\n%sEOF\nnetworkctl reload' % text)
+        fast = '[Match]\nMACAddress=%s\n\n[Network]\nAddress=%s\nLinkLocalAddressing=no\n' % (FAST_NIC_MAC, FAST_NIC_ADDRESS)
+        self.ssh('cat > /etc/systemd/network/20-wan.network <<"EOF"\n%sEOF\n'
+                 'cat > /etc/systemd/network/30-fast.network <<"EOF"\n%sEOF\nnetworkctl reload' % (text, fast))
         deadline = time.time() + 60
         while time.time() < deadline:
             if guest_addr.split('/')[0] in self.ssh('ip -4 -o addr show', check=False)[1]:
@@ -323,7 +331,9 @@ class VM(object):
 # tests/vm/boot_derived.py compares stock boots and records them in fixtures/boot_derived.json.
 COUNTERS = re.compile(r'^(kernel\.random\.|kernel\.ns_last_pid|kernel\.pty\.nr|fs\.(dentry-state|file-nr|inode-nr|'
                       r'inode-state|aio-nr|quota\.)|net\.netfilter\.nf_conntrack_count|kernel\.tainted|'
-                      r'net\.ipv6\.conf\.[^.]+\.stable_secret|vm\.stat_refresh|kernel\.perf_event_max_sample_rate)')
+                      r'net\.ipv6\.conf\.[^.]+\.stable_secret|vm\.stat_refresh|kernel\.perf_event_max_sample_rate|'
+                      # random, drawn at each boot once a driver asks for it (e1000e's RSS)
+                      r'net\.core\.netdev_rss_key)')
 BOOT_DERIVED_FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'fixtures', 'boot_derived.json')
 
 
@@ -352,6 +362,11 @@ echo '=== sysctl'; sysctl -a 2>/dev/null | sort
 echo '=== lsmod'; lsmod | awk 'NR > 1 { print $1 }' | sort
 echo '=== tc'; tc qdisc show
 echo '=== mtu'; ip -o link show | awk '{ print $2, $4, $5 }'
+echo '=== nic'; for n in $(ls /sys/class/net); do
+  ethtool -g "$n" 2>/dev/null | awk -v n="$n" '/^Current/ { c = 1 } c && /^(RX|TX):/ { print n, "ring", $1, $2 }'
+  ethtool -c "$n" 2>/dev/null | awk -v n="$n" '/^Adaptive RX|^rx-usecs:/ { print n, $0 }'
+  echo "$n txqueuelen $(cat /sys/class/net/$n/tx_queue_len)"
+done
 echo '=== files'; {
   find /etc /var/lib/bdp_wan_tune -xdev -type l -printf '%p -> %l\n' 2>/dev/null
   find /etc /var/lib/bdp_wan_tune -xdev -type f -print0 2>/dev/null | xargs -0r sha256sum |
@@ -389,7 +404,8 @@ def same_value(key, old, new):
 
 
 def snapshot(vm):
-    """What the tier compares: sysctl -a (less counters and boot-derived keys), loaded modules, qdiscs, MTUs, and
+    """What the tier compares: sysctl -a (less counters and boot-derived keys), loaded modules, qdiscs, MTUs, the
+    NICs' rings, coalescing and queue lengths (ethtool, which the image has for the tier, not for the roles), and
     the files under /etc."""
     sections, name = {}, None
     for line in vm.out(SNAPSHOT).splitlines():

@@ -68,6 +68,32 @@ def resolve_peers(run_ip, texts):
     return peers, errors
 
 
+def requested(links, run_ip, interfaces, peers):
+    """([(interface, reason)], [errors of peers without a route]): the named ``interfaces`` (each must exist), else
+    the interfaces that route to ``peers``; linkmtu.MtuError when a name is wrong or no peer has a route.  The caller
+    checks that one of the two is given.  Shared by nic_facts and nic_settings; survey.carriers adds the devices
+    below."""
+    if interfaces:
+        here = ', '.join(sorted(name for name, link in links.items() if link.get('link_type') != 'loopback'))
+        for name in interfaces:
+            try:
+                linkmtu.check_ifname(name)
+            except linkmtu.MtuError as exc:
+                raise linkmtu.MtuError('interfaces: %s' % exc)
+            if name not in links:
+                raise linkmtu.MtuError('interfaces: %s does not exist on this host; interfaces here: %s.'
+                                       % (name, here or 'none'))
+        return [(name, 'given') for name in interfaces], []
+    found, errors = resolve_peers(run_ip, peers)
+    if not found:
+        raise linkmtu.MtuError(' '.join(errors))
+    pairs = []
+    for peer in found:
+        if peer['interface'] not in [item[0] for item in pairs]:
+            pairs.append((peer['interface'], 'route to %s' % peer['address']))
+    return pairs, errors
+
+
 def ssh_client():
     """The SSH client address of this session, from this process or an ancestor (become drops the env)."""
     conn = os.environ.get('SSH_CONNECTION') or os.environ.get('SSH_CLIENT')
@@ -100,6 +126,15 @@ def protected(run_ip, control_hosts):
             for dev in devs:
                 if dev:
                     found.setdefault(dev, 'carries the default route (%s)' % ('IPv4' if family == '-4' else 'IPv6'))
+    found.update(control_interfaces(run_ip, control_hosts, found))
+    return found
+
+
+def control_interfaces(run_ip, control_hosts, known=None):
+    """{interface: reason} for the interfaces the Ansible control connection uses: the route to this session's SSH
+    client, and the interfaces that hold one of ``control_hosts`` (what the controller connects to).  An
+    interface already in ``known`` keeps that reason for a control host (as protected() words it)."""
+    known, found = known or {}, {}
     client = ssh_client()
     if client:
         found_route, _err = route(run_ip, client)
@@ -118,7 +153,7 @@ def protected(run_ip, control_hosts):
                 continue
             for info in infos:
                 dev = addrs.get(info[4][0])
-                if dev and dev != 'lo':
+                if dev and dev != 'lo' and dev not in known:
                     found.setdefault(dev, 'holds %s, the address Ansible connects to' % host)
     return found
 

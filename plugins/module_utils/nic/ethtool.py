@@ -11,6 +11,10 @@ keeps stable for the ioctl (the netlink interface of newer ethtool programs read
 
 ``call`` is the one place that talks to the kernel: it takes an interface name and the request (the ethtool
 command structure as bytes) and returns the structure the kernel filled in, or raises OSError.
+
+The setters (``set_rings``, ``set_coalescing``; ``ethtool -G`` and ``-C``) read the whole structure, change the
+fields asked for and write it back, so every other field stays as the driver had it.  They raise OSError; a
+driver that cannot change a setting answers EOPNOTSUPP or EINVAL, which ``refused`` tells apart from a failure.
 """
 
 import array
@@ -25,7 +29,11 @@ SIOCETHTOOL = 0x8946
 IFNAMSIZ = 16
 IFREQ_SIZE = 40             # struct ifreq: the name and a union of at most 24 bytes
 ETHTOOL_GCOALESCE = 0x0e
+ETHTOOL_SCOALESCE = 0x0f
 ETHTOOL_GRINGPARAM = 0x10
+ETHTOOL_SRINGPARAM = 0x11
+ETHTOOL_GPERMADDR = 0x20
+MAX_ADDR_LEN = 32
 ETHTOOL_GSTRINGS = 0x1b
 ETHTOOL_GSTATS = 0x1d
 ETHTOOL_GSSET_INFO = 0x37
@@ -116,3 +124,49 @@ def drop_counters(name):
     values = struct.unpack_from('=%dQ' % count, reply, 8)
     return {'supported': True, 'counters': dict((key, value) for key, value in zip(names, values)
                                                 if DROP_STAT.search(key))}
+
+
+def refused(exc):
+    """Whether ``exc`` (an OSError of a setter) means the driver cannot make this change (EOPNOTSUPP, EINVAL, or
+    ERANGE for a value out of its range), not that the call failed."""
+    return exc.errno in (errno.EOPNOTSUPP, errno.EINVAL, errno.ERANGE)
+
+
+def refusal_code(exc, driver=None):
+    """The driver and the error of a refusal, for its reason: 'ena, EOPNOTSUPP', 'e1000e, EINVAL'."""
+    code = 'EOPNOTSUPP' if exc.errno == errno.EOPNOTSUPP else errno.errorcode.get(exc.errno, str(exc.errno))
+    return '%s, %s' % (driver, code) if driver else code
+
+
+def set_rings(name, rx, tx):
+    """``ethtool -G NAME rx RX tx TX``: the other ring sizes (mini, jumbo) stay as they are; OSError."""
+    count = len(RING_FIELDS)
+    values = dict(zip(RING_FIELDS, _words(name, ETHTOOL_GRINGPARAM, count)))
+    values.update(rx=int(rx), tx=int(tx))
+    call(name, struct.pack('=%dI' % (count + 1), ETHTOOL_SRINGPARAM, *[values[key] for key in RING_FIELDS]))
+
+
+def set_coalescing(name, **changes):
+    """``ethtool -C``: the fields of COALESCE_FIELDS in ``changes`` (adaptive_rx, adaptive_tx, rx_usecs, ...) set,
+    every other field as the driver has it; OSError."""
+    count = len(COALESCE_FIELDS)
+    values = dict(zip(COALESCE_FIELDS, _words(name, ETHTOOL_GCOALESCE, count)))
+    for key, value in changes.items():
+        if key not in values:
+            raise ValueError('%s is not a coalescing field' % key)
+        values[key] = int(value)
+    call(name, struct.pack('=%dI' % (count + 1), ETHTOOL_SCOALESCE, *[values[key] for key in COALESCE_FIELDS]))
+
+
+def permanent_address(name):
+    """``ethtool -P``: the permanent hardware address as aa:bb:..., or None when the device has none (virtual
+    devices, some virtio-net) or it cannot be read."""
+    try:
+        reply = call(name, struct.pack('=II', ETHTOOL_GPERMADDR, MAX_ADDR_LEN) + bytes(MAX_ADDR_LEN))
+    except OSError:
+        return None
+    size = min(struct.unpack_from('=I', reply, 4)[0], MAX_ADDR_LEN)
+    data = bytearray(reply[8:8 + size])
+    if not data or not any(data):
+        return None
+    return ':'.join('%02x' % byte for byte in data)

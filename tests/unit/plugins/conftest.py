@@ -9,6 +9,8 @@ from __future__ import annotations
 import errno
 import os
 import struct
+import subprocess
+import uuid
 
 import pytest
 
@@ -95,7 +97,14 @@ class FakeNicHost(object):
     """sysfs (/sys/class/net, /sys/devices/system/cpu) and procfs (/proc/PID/comm, /proc/net/softnet_stat) below
     ``root``, and the kernel's side of the SIOCETHTOOL ioctl (``call``, put in place of ethtool.call): per
     interface its rings (rx, rx_max, tx, tx_max), coalescing (rx_usecs, adaptive_rx, adaptive_tx) and driver
-    statistics ({name: value}), each None when the driver does not implement the query (EOPNOTSUPP)."""
+    statistics ({name: value}), each None when the driver does not implement the query (EOPNOTSUPP).
+
+    The set side (ETHTOOL_SRINGPARAM, ETHTOOL_SCOALESCE) changes those values as a driver would: a ring above its
+    maximum or below ``ring_min`` is EINVAL, ``rounding`` (a function) turns a ring size asked into the one the
+    driver takes (e1000e and ixgbe: a multiple of 8, ENA: a power of 2 at most), a driver with ``adaptive`` False
+    (or 'rx': adaptive rx only, as ENA) refuses adaptive coalescing with EOPNOTSUPP, ``fail[(name, cmd)] =
+    errno`` (or an exception to raise) makes one request fail (``fail_after`` requests of that kind succeed
+    first).  Every set request is kept in ``sets`` as (name, cmd, values)."""
 
     def __init__(self, root):
         self.sys_class_net = str(root / 'sys' / 'class' / 'net')
@@ -103,6 +112,9 @@ class FakeNicHost(object):
         self.proc = str(root / 'proc')
         self.ethtool = {}
         self.requests = []
+        self.sets = []
+        self.fail = {}
+        self.fail_after = {}
         for directory in (self.sys_class_net, self.cpu_dir, os.path.join(self.proc, 'net')):
             os.makedirs(directory)
 
@@ -112,9 +124,14 @@ class FakeNicHost(object):
             handle.write('%s\n' % value)
 
     def add_nic(self, name, driver=None, speed=-1, tx_queue_len=1000, numa_node=-1, counters=None,
-                rings=None, coalescing=None, stats=None):
-        """An interface; ``driver`` None makes a virtual one (no device/ directory), speed None no speed file."""
+                rings=None, coalescing=None, stats=None, ifindex=None, address='52:54:00:00:00:01', permaddr=None,
+                adaptive=True, ring_min=1, rounding=None):
+        """An interface; ``driver`` None makes a virtual one (no device/ directory), speed None no speed file;
+        ``permaddr`` its permanent address (None: the device has none)."""
         base = os.path.join(self.sys_class_net, name)
+        os.makedirs(base)
+        self.write(os.path.join(base, 'ifindex'), ifindex or len(self.ethtool) + 2)
+        self.write(os.path.join(base, 'address'), address)
         os.makedirs(os.path.join(base, 'statistics'))
         if driver:
             os.makedirs(os.path.join(base, 'device'))
@@ -124,7 +141,8 @@ class FakeNicHost(object):
             self.write(os.path.join(base, 'speed'), speed)
         self.write(os.path.join(base, 'tx_queue_len'), tx_queue_len)
         self.set_counters(name, dict({'rx_missed_errors': 0, 'rx_dropped': 0, 'tx_dropped': 0}, **(counters or {})))
-        self.ethtool[name] = {'rings': rings, 'coalescing': coalescing, 'stats': stats}
+        self.ethtool[name] = {'rings': rings, 'coalescing': coalescing, 'stats': stats, 'permaddr': permaddr,
+                              'adaptive': adaptive, 'ring_min': ring_min, 'rounding': rounding}
 
     def set_counters(self, name, counters):
         for key, value in counters.items():
@@ -151,12 +169,44 @@ class FakeNicHost(object):
         if name not in self.ethtool:
             raise OSError(errno.ENODEV, os.strerror(errno.ENODEV))
         data = self.ethtool[name]
-        key = {ethtool.ETHTOOL_GRINGPARAM: 'rings', ethtool.ETHTOOL_GCOALESCE: 'coalescing'}.get(cmd, 'stats')
+        key = {ethtool.ETHTOOL_GRINGPARAM: 'rings', ethtool.ETHTOOL_GCOALESCE: 'coalescing',
+               ethtool.ETHTOOL_SRINGPARAM: 'rings', ethtool.ETHTOOL_SCOALESCE: 'coalescing',
+               ethtool.ETHTOOL_GPERMADDR: 'permaddr'}.get(cmd, 'stats')
         if data[key] is None:
             raise OSError(errno.EOPNOTSUPP, os.strerror(errno.EOPNOTSUPP))
+        if cmd in (ethtool.ETHTOOL_SRINGPARAM, ethtool.ETHTOOL_SCOALESCE):
+            return self._set(name, cmd, data, request)
+        if cmd == ethtool.ETHTOOL_GPERMADDR:
+            raw = bytes(bytearray(int(part, 16) for part in data['permaddr'].split(':')))
+            return struct.pack('=II', cmd, len(raw)) + raw
         reply = self._reply(cmd, data, struct.unpack_from('=III', request.ljust(12, b'\0')))
         assert len(reply) <= len(request), 'the request is too short for the reply (the kernel would fault)'
         return reply + request[len(reply):]
+
+    def _set(self, name, cmd, data, request):
+        """A set request: check it as a driver would, then keep the new values."""
+        if (name, cmd) in self.fail:
+            if self.fail_after.get((name, cmd), 0) <= 0:
+                code = self.fail.pop((name, cmd))
+                if isinstance(code, Exception):
+                    raise code
+                raise OSError(code, os.strerror(code))
+            self.fail_after[(name, cmd)] -= 1
+        if cmd == ethtool.ETHTOOL_SRINGPARAM:
+            values = dict(zip(ethtool.RING_FIELDS, struct.unpack_from('=8I', request, 4)))
+            _rx, rx_max, _tx, tx_max = data['rings']
+            if values['rx'] > rx_max or values['tx'] > tx_max or min(values['rx'], values['tx']) < data['ring_min']:
+                raise OSError(errno.EINVAL, os.strerror(errno.EINVAL))
+            rounding = data['rounding'] or (lambda value: value)
+            data['rings'] = (rounding(values['rx']), rx_max, rounding(values['tx']), tx_max)
+        else:
+            values = dict(zip(ethtool.COALESCE_FIELDS, struct.unpack_from('=22I', request, 4)))
+            adaptive = data['adaptive']
+            if (values['adaptive_rx'] and not adaptive) or (values['adaptive_tx'] and adaptive is not True):
+                raise OSError(errno.EOPNOTSUPP, os.strerror(errno.EOPNOTSUPP))
+            data['coalescing'] = (values['rx_usecs'], bool(values['adaptive_rx']), bool(values['adaptive_tx']))
+        self.sets.append((name, cmd, values))
+        return request
 
     def _reply(self, cmd, data, words):
         if cmd == ethtool.ETHTOOL_GRINGPARAM:
@@ -184,3 +234,38 @@ def nic_host(tmp_path, monkeypatch):
     fake = FakeNicHost(tmp_path / 'host')
     monkeypatch.setattr(ethtool, 'call', fake.call)
     return fake
+
+
+# ----------------------------------------------------------------------------- network namespaces, for real
+
+def _ip_netns(name, *args):
+    return subprocess.run(['ip', '-n', name] + list(args), capture_output=True, text=True, check=False)
+
+
+@pytest.fixture
+def netns():
+    """A throwaway network namespace (nothing in it: no address, no route, nothing is sent), removed afterwards;
+    the test is skipped where ``ip netns`` is not permitted."""
+    name = 'bdp-test-%s' % uuid.uuid4().hex[:8]
+    try:
+        made = subprocess.run(['ip', 'netns', 'add', name], capture_output=True, text=True, check=False)
+    except OSError as exc:
+        pytest.skip('ip netns is not available here: %s' % exc)
+    if made.returncode != 0:
+        pytest.skip('ip netns add is not permitted here: %s' % made.stderr.strip())
+    try:
+        yield name
+    finally:
+        subprocess.run(['ip', 'netns', 'del', name], capture_output=True, check=False)
+
+
+@pytest.fixture
+def veth_netns(netns):
+    """``netns`` with a veth pair, both ends up: bdp0 holding 198.18.0.1/24 (txqueuelen 1000) and bdp1."""
+    for args in (['link', 'add', 'bdp0', 'type', 'veth', 'peer', 'name', 'bdp1'],
+                 ['addr', 'add', '198.18.0.1/24', 'dev', 'bdp0'], ['link', 'set', 'bdp0', 'up'],
+                 ['link', 'set', 'bdp1', 'up'], ['link', 'set', 'bdp0', 'txqueuelen', '1000']):
+        done = _ip_netns(netns, *args)
+        if done.returncode != 0:
+            pytest.skip('cannot set up the namespace (ip %s): %s' % (' '.join(args), done.stderr.strip()))
+    return netns

@@ -951,3 +951,55 @@ def test_a_slip_in_the_inventory_is_a_warning_and_a_key_that_is_no_name_is_left_
     assert result.get('failed') is not True, result
     assert result['warnings'] == ['Host variable rsync_daemons: no role or playbook of bdp.wan_tune declares this '
                                   'variable, so nothing reads it; did you mean rsync_daemon?']
+
+
+@pytest.mark.parametrize('var, value, accepted', [
+    ('nic_rings', 'huge', 'max, keep or a whole number from 1 to 65536'),
+    ('nic_rings', '0', 'max, keep or a whole number from 1 to 65536'),
+    ('nic_txqueuelen', 'max', 'keep or a whole number from 1 to 1000000'),
+    ('nic_coalescing', '-5', 'adaptive, keep or a whole number from 0 to 100000'),
+])
+def test_the_nic_settings_are_read_by_the_modules_rule(var, value, accepted):
+    # the rule of module_utils/nic/settings.py, which the nic_settings module reads
+    assert only(check(**{var: value})) == "%s: %s is not accepted; expected %s." % (var, vi.show(value), accepted)
+
+
+def test_the_nic_settings_take_their_words_and_numbers():
+    assert check(nic_rings='MAX', nic_txqueuelen='20000', nic_coalescing='0') == []
+
+
+@pytest.mark.parametrize('variables, message', [
+    ({'wan_peers': [{'a': 1}]}, 'wan_peers: [{a: 1}] has an item [0] that is a mapping, not a string; expected a list '
+                                'of strings.'),
+    ({'wan_peers': [None]}, 'wan_peers: [null] has an item [0] that is empty (null), not a string'),
+    ({'tcp_buffers_rtt_peers': ['b', 5]}, 'tcp_buffers_rtt_peers: [b, 5] has an item [1] that is a number'),
+    ({'wan_peer': True}, 'wan_peer: true is a boolean, not a string'),
+    ({'hpn_ssh_port': '3.0'}, "hpn_ssh_port: '3.0' is not a whole number; expected a TCP port"),
+    ({'rsync_daemon_port': '1_000'}, "rsync_daemon_port: '1_000' is not a whole number"),
+    ({'jumbo_mtu_proof_port': 873.0}, 'jumbo_mtu_proof_port: 873.0 is a number, not a whole number'),
+    ({'rsync_daemon': True, 'rsync_daemon_modules': ['x']}, "rsync_daemon_modules[0]: 'x' is not a mapping"),
+])
+def test_what_ansible_s_validator_converts_but_the_roles_would_read_otherwise_is_refused(variables, message):
+    # the validator turns these into Python text or numbers; the roles read the value as given
+    assert only(check(**variables)).startswith(message)
+
+
+def test_whole_numbers_in_digits_as_e_passes_them_are_taken():
+    assert check(hpn_ssh_port='2222', rsync_daemon_port=' +8873 ', jumbo_mtu_proof_port=45000) == []
+
+
+def test_the_nic_role_needs_interfaces_or_peers():
+    assert only(check(nic=True)).startswith('nic: no interfaces to tune: nic_interfaces is empty')
+    assert check(nic=True, nic_interfaces=['ens4']) == []
+    assert check(nic=True, wan_peers=['198.18.0.2']) == []
+    assert check(nic=True, nic_state='absent') == []
+    assert check(nic=False) == []
+
+
+@pytest.mark.parametrize('variables, message', [
+    ({'nic_interfaces': ['bad name']}, 'nic_interfaces[0]: '),
+    ({'nic_peers': ['1.2.3']}, 'nic_peers[0]: '),
+    ({'nic_interfaces': 'ens4'}, 'nic_interfaces: '),
+])
+def test_the_nic_interfaces_and_peers_are_read_by_the_module_rules(variables, message):
+    assert only(check(**variables)).startswith(message)

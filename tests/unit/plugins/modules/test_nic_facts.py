@@ -11,7 +11,6 @@ import json
 import os
 import subprocess
 import sys
-import uuid
 
 import pytest
 
@@ -117,29 +116,8 @@ def test_refusals_say_what_to_set(run_module, host, args, message):
 
 # ----------------------------------------------------------------------------- for real
 
-@pytest.fixture
-def netns():
-    """A throwaway network namespace with a veth pair, bdp0 holding 198.18.0.1/24; removed afterwards."""
-    name = 'bdp-nicfacts-%s' % uuid.uuid4().hex[:8]
-    try:
-        made = subprocess.run(['ip', 'netns', 'add', name], capture_output=True, text=True, check=False)
-    except OSError as exc:
-        pytest.skip('ip netns is not available here: %s' % exc)
-    if made.returncode != 0:
-        pytest.skip('ip netns add is not permitted here: %s' % made.stderr.strip())
-    try:
-        for args in (['link', 'add', 'bdp0', 'type', 'veth', 'peer', 'name', 'bdp1'],
-                     ['addr', 'add', '198.18.0.1/24', 'dev', 'bdp0'], ['link', 'set', 'bdp0', 'up'],
-                     ['link', 'set', 'bdp1', 'up']):
-            done = subprocess.run(['ip', '-n', name] + args, capture_output=True, text=True, check=False)
-            if done.returncode != 0:
-                pytest.skip('cannot set up the namespace (ip %s): %s' % (' '.join(args), done.stderr.strip()))
-        yield name
-    finally:
-        subprocess.run(['ip', 'netns', 'del', name], capture_output=True, check=False)
-
-
-def test_the_module_for_real_in_a_network_namespace(netns, tmp_path):
+def test_the_module_for_real_in_a_network_namespace(veth_netns, tmp_path):
+    netns = veth_netns
     args = tmp_path / 'args.json'
     args.write_text(json.dumps({'ANSIBLE_MODULE_ARGS': {'peers': ['198.18.0.2']}}))
     done = subprocess.run(['ip', 'netns', 'exec', netns, sys.executable, '-m',

@@ -18,7 +18,6 @@ import json
 import os
 import subprocess
 import sys
-import uuid
 
 import pytest
 
@@ -191,22 +190,6 @@ def test_softnet_cpu_numbers_skip_offline_cpus_and_old_kernels_count_lines():
 def test_the_real_loopback_has_no_rings():
     assert ethtool.rings('lo') == {'supported': False, 'reason': 'not supported by the driver (EOPNOTSUPP)'}
     assert survey.link('lo')['driver'] == 'none'
-
-
-@pytest.fixture
-def netns():
-    """A throwaway network namespace (no address, no route: nothing is sent), removed afterwards."""
-    name = 'bdp-nic-%s' % uuid.uuid4().hex[:8]
-    try:
-        made = subprocess.run(['ip', 'netns', 'add', name], capture_output=True, text=True, check=False)
-    except OSError as exc:
-        pytest.skip('ip netns is not available here: %s' % exc)
-    if made.returncode != 0:
-        pytest.skip('ip netns add is not permitted here: %s' % made.stderr.strip())
-    try:
-        yield name
-    finally:
-        subprocess.run(['ip', 'netns', 'del', name], capture_output=True, check=False)
 
 
 def in_netns(netns, code):

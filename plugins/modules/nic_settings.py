@@ -1,0 +1,648 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, bdp.wan_tune contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+DOCUMENTATION = r"""
+---
+module: nic_settings
+short_description: Set NIC rings, interrupt coalescing, the transmit queue length and the CPU governor, and persist them
+version_added: 0.4.0
+description:
+  - One call does the whole job on a host, for the interfaces named in O(interfaces) or, when that is empty, the
+    interfaces that route to O(peers) (as M(bdp.wan_tune.nic_facts) finds them) and the devices below them (a
+    VLAN's parent, a bond's or bridge's members), whose rings and queues carry the packets.
+  - "Rings (C(ethtool -G)): to the driver's maximum (O(rings=max)), or to a number (rx and tx, each capped at its
+    maximum). Interrupt coalescing (C(ethtool -C)): adaptive rx and tx where the driver offers it, or a fixed
+    rx-usecs with adaptive rx off; each of these fields is set on its own where the driver refuses them together
+    (ENA takes adaptive rx, not adaptive tx). Both through the SIOCETHTOOL ioctl: no ethtool program is needed. A
+    driver that refuses a setting (virtio-net and veth have no ring resize or coalescing; a ring below the
+    driver's minimum) is reported as V(unsupported) with the reason, never a failure and never a change; the
+    refusal is recorded with the driver's name, so that later runs (and check mode) report it up front and never
+    persist it. A ring size the driver rounds (e1000e and ixgbe to a multiple of 8, ENA down to a power of 2) is
+    reported as the driver took it, and the same request later is V(ok)."
+  - The transmit queue length (C(ip link set dev IF txqueuelen N)) only where the root qdisc queues up to it
+    (pfifo_fast, pfifo, bfifo, or mq and multiq whose children are those); under fq, fq_codel, cake or noqueue it
+    is reported as V(not_applicable) with the reason, since those have their own limits. A queue length this
+    module persisted stays in its C(.link) file when the root qdisc became fq at boot (C(net.core.default_qdisc)).
+  - The CPU frequency governor C(performance) on every CPU that offers it; a host without cpufreq (most VMs) is
+    reported as V(unsupported).
+  - A value the host had before this module first changed it is never lowered (rings, txqueuelen) unless
+    O(allow_lower=true); the module's own earlier values follow its inputs down to that original.
+  - "Persistence (O(persist=true)), the host's own way: one systemd C(.link) file per interface in O(link_dir),
+    applied by systemd-udevd when the device appears at boot, with C(RxBufferSize=), C(TxBufferSize=),
+    C(TransmitQueueLength=), C(UseAdaptiveRxCoalesce=), C(UseAdaptiveTxCoalesce=) and C(RxCoalesceSec=) where the
+    host's systemd knows the key (244, 248 and 250 added them; Debian 12 has 252). udev applies only the first
+    C(.link) file that matches, so ours (C(10-bdp-wan-tune-IF.link), matched by the permanent MAC address) carries
+    every key of the file udev applied before (usually C(99-default.link) with its naming policy). Persistence is
+    reported as V(unsupported) and nothing is written where udev does not say which file it applied
+    (C(ID_NET_LINK_FILE)), where an earlier file wins, or where the applied file has drop-ins
+    (C(NAME.link.d/*.conf)), which would not apply to ours. The governor persists in a tmpfiles.d file in
+    O(tmpfiles_dir) where every CPU offers C(performance). Without systemd-udevd, persistence is reported as
+    V(unsupported)."
+  - "Never a lockout, never a cut transfer: a ring change resets many NICs (the link drops for a moment).
+    Before any change, the module refuses to change rings on the interface the Ansible connection uses (and the
+    devices below it), and on any interface while a migration of this collection runs or an rsync daemon transfer
+    (TCP ports O(transfer_ports)) is established. Coalescing changes write interrupt registers and are not
+    refused."
+  - Everything a change replaces is recorded in O(state_dir); O(state=absent) puts back every recorded value and
+    file exactly and forgets the record.
+author:
+  - bdp.wan_tune maintainers (@bdp-wan-tune)
+options:
+  state:
+    description:
+      - V(present) plans, checks, changes and persists.
+      - V(absent) puts back every value recorded before the first change (a value someone else changed since is
+        left alone, with a warning), removes the files this module wrote (restoring a file that was there before)
+        and forgets the record.
+    type: str
+    choices: [present, absent]
+    default: present
+  interfaces:
+    description: The interfaces to tune. Empty means the interfaces that route to O(peers).
+    type: list
+    elements: str
+    default: []
+  peers:
+    description: Addresses or host names of the peers; the interfaces that route to them are tuned when
+      O(interfaces) is empty.
+    type: list
+    elements: str
+    default: []
+  rings:
+    description: V(max) (the driver's maximum), V(keep), or a whole number of descriptors from 1 to 65536 for rx
+      and tx (each capped at its maximum).
+    type: str
+    default: max
+  txqueuelen:
+    description: V(keep) or a whole number of packets from 1 to 1000000, applied where the root qdisc uses the
+      device queue length.
+    type: str
+    default: '10000'
+  coalescing:
+    description: V(adaptive) (adaptive rx and tx where the driver offers it), V(keep), or a whole number of rx-usecs
+      from 0 to 100000 (fixed, adaptive rx off).
+    type: str
+    default: adaptive
+  governor:
+    description: V(performance) sets the CPU frequency governor where cpufreq offers it; V(keep) leaves it.
+    type: str
+    choices: [performance, keep]
+    default: performance
+  persist:
+    description: Persist the settings in a C(.link) file per interface and the governor in a tmpfiles.d file.
+      With V(false), files written by an earlier run for these interfaces are removed (what was there before is
+      put back).
+    type: bool
+    default: true
+  link_dir:
+    description: Where the C(.link) files go.
+    type: path
+    default: /etc/systemd/network
+  tmpfiles_dir:
+    description: Where the governor's tmpfiles.d file goes.
+    type: path
+    default: /etc/tmpfiles.d
+  header:
+    description: The comment at the top of the files this module writes (for example C(ansible_managed)). Keep it
+      the same for a host from run to run (no date, no list of peers), as another header rewrites the files.
+    type: str
+    default: Managed by bdp.wan_tune
+  allow_lower:
+    description: Lower rings or txqueuelen below what the host had before this module first changed them.
+    type: bool
+    default: false
+  control_hosts:
+    description: Addresses or names the controller uses to reach this host (for example C(ansible_host)); an
+      interface holding one counts as carrying the control connection. The SSH client address is also read from
+      the SSH session's environment.
+    type: list
+    elements: str
+    default: []
+  transfer_ports:
+    description: More TCP ports of rsync daemon transfers (an rsync daemon on other ports than 873 and 874, which are
+      always watched); while a connection to or from one of them is established, ring changes are refused.
+    type: list
+    elements: int
+    default: []
+extends_documentation_fragment:
+  - bdp.wan_tune.state_dir
+  - bdp.wan_tune.attributes
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    details: Plans and reports what would change, writes and sets nothing. Whether a driver accepts a ring or
+      coalescing value, and what it rounds a ring size to, shows only when the value is set, so the first check
+      mode run on a host predicts it as asked (a change, and so in the C(.link) file); once a run has set it, the
+      record holds the driver's refusal or the value it took, and check mode predicts them too. The refusals
+      (control interface, a running transfer) apply in check mode too.
+  diff_mode:
+    details: Shows the settings per interface before and after, and each file.
+notes:
+  - Needs root and C(ip) from iproute2; C(tc) tells the root qdisc (without it txqueuelen is not applicable).
+  - A C(.link) file takes effect when udev sees the device appear (at boot); nothing is re-triggered now.
+seealso:
+  - module: bdp.wan_tune.nic_facts
+  - name: systemd.link
+    description: The keys of the C(.link) files, and the version that added each.
+    link: https://www.freedesktop.org/software/systemd/man/latest/systemd.link.html
+"""
+
+EXAMPLES = r"""
+- name: Tune the interfaces towards the peers (rings to the maximum, adaptive coalescing, txqueuelen, governor)
+  bdp.wan_tune.nic_settings:
+    peers: [198.18.0.2]
+    control_hosts: "{{ [ansible_host] if ansible_host is defined else [] }}"
+  register: nic
+
+- name: Named interfaces, rings 1024, fixed coalescing, not persisted
+  bdp.wan_tune.nic_settings:
+    interfaces: [ens4]
+    rings: "1024"
+    coalescing: "50"
+    persist: false
+
+- name: Put everything back
+  bdp.wan_tune.nic_settings:
+    state: absent
+"""
+
+RETURN = r"""
+interfaces:
+  description:
+    - Per interface, per setting (V(rings), V(coalescing), V(txqueuelen), V(persist)) its V(before), V(after),
+      V(status) (V(changed), V(ok), V(unsupported), V(not_applicable), V(kept_higher)) and V(reason).
+    - In check mode V(changed) means it would change.
+  returned: when state is present
+  type: dict
+  sample:
+    ens4:
+      rings: {before: {rx: 256, tx: 256}, after: {rx: 4096, tx: 4096}, status: changed, reason: ''}
+      coalescing: {before: {adaptive_rx: false, adaptive_tx: false, rx_usecs: 3},
+                   after: {adaptive_rx: true, adaptive_tx: true, rx_usecs: 3}, status: changed,
+                   reason: adaptive rx and tx}
+      txqueuelen: {before: 1000, after: 1000, status: not_applicable,
+                   reason: "the root qdisc is mq/fq, which keeps its own limit ..."}
+      persist: {before: null, after: /etc/systemd/network/10-bdp-wan-tune-ens4.link, status: changed,
+                reason: keeps the keys of /usr/lib/systemd/network/99-default.link}
+selected:
+  description: The interfaces acted on, each with why (given, the route to a peer, the parent or member of one).
+  returned: when state is present
+  type: dict
+  sample: {ens4.20: route to 198.18.0.2, ens4: parent of vlan ens4.20}
+host:
+  description: The host's settings, as the interfaces' (V(governor) and V(governor_persist)).
+  returned: when state is present
+  type: dict
+  sample:
+    governor: {before: null, after: null, status: unsupported, reason: "unsupported: no cpufreq (...)"}
+files:
+  description: The files written or removed (or, in check mode, that would be).
+  returned: always
+  type: list
+  elements: str
+  sample: [/etc/systemd/network/10-bdp-wan-tune-ens4.link]
+summary:
+  description: One line for people.
+  returned: always
+  type: str
+  sample: "ens4: rings rx 256 -> 4096, tx 256 -> 4096, coalescing adaptive; governor unsupported; 1 file written"
+check_mode:
+  description: Whether this call ran in check mode.
+  returned: always
+  type: bool
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import checks
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import files
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import runlock
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common.record import Record
+from ansible_collections.bdp.wan_tune.plugins.module_utils.mtu import linkmtu
+from ansible_collections.bdp.wan_tune.plugins.module_utils.mtu import mtuplan
+from ansible_collections.bdp.wan_tune.plugins.module_utils.nic import ethtool
+from ansible_collections.bdp.wan_tune.plugins.module_utils.nic import linkfile
+from ansible_collections.bdp.wan_tune.plugins.module_utils.nic import settings
+from ansible_collections.bdp.wan_tune.plugins.module_utils.nic import survey
+from ansible_collections.bdp.wan_tune.plugins.module_utils.nic.apply import Changes, SETTLED, refusals, save
+
+RECORD = 'nic_settings.json'
+# The settings whose change resets the link of many NICs (a ring resize reallocates the rings: e1000e, ixgbe, ena
+# and mlx5 take the link down and up).  A coalescing change writes interrupt registers and is not guarded.
+RESETS = ('rings',)
+ROLE_WORDS = 'nic_interfaces (leave the interface out: list only the interfaces to tune) or nic_rings=keep'
+
+
+class WriteError(Exception):
+    """Writing the files failed, and putting back some of those written before failed too (``unrestored``)."""
+
+    def __init__(self, error, unrestored):
+        Exception.__init__(self, '%s (and putting back the files written before failed: %s)'
+                           % (error, '; '.join(unrestored)))
+        self.unrestored = unrestored
+
+
+class NicSettings(object):
+    """One call: the parameters, the record, the plan and the result."""
+
+    def __init__(self, module):
+        self.module = module
+        self.p = module.params
+        self.ip = module.get_bin_path('ip', required=True)
+        self.record = Record(module, self.p['state_dir'], RECORD)
+        self.result = {'changed': False, 'files': [], 'summary': '', 'check_mode': module.check_mode}
+        self.diffs = []
+        self.writes = []        # [(path, text or None to remove)]
+        self.pending_sources = {}   # {interface: the .link file whose keys ours carries}
+        self.ifnames = {}           # {ifindex: interface}
+        self.persisted = {}         # {interface: the txqueuelen ours keeps in its .link file while not applicable}
+
+    def fail(self, msg):
+        self.module.fail_json(msg=msg, **self.result)
+
+    def run_ip(self, args, check=True):
+        rc, out, err = self.module.run_command([self.ip] + args)
+        if check and rc != 0:
+            raise RuntimeError('ip %s: %s' % (' '.join(args), (err or out).strip()))
+        return rc, out, err
+
+    def qdisc_text(self, name):
+        tc = self.module.get_bin_path('tc')
+        if not tc:
+            return None
+        rc, out, _err = self.module.run_command([tc, 'qdisc', 'show', 'dev', name])
+        return out if rc == 0 else None
+
+    def options(self):
+        """The option values as settings.choice() reads them; fails naming the option."""
+        p = self.p
+        bad = [port for port in p['transfer_ports'] if not checks.is_port(port)]
+        if bad:
+            self.fail('transfer_ports: %s is not accepted; expected each %s. Nothing was changed.'
+                      % (', '.join('%d' % port for port in bad), checks.port_help()))
+        try:
+            return dict((option, settings.choice(option, p[option])) for option in settings.WORDS)
+        except settings.SettingsError as exc:
+            return self.fail('%s Nothing was changed.' % exc)
+
+    def selected(self, links):
+        """[(interface, reason)]: the interfaces asked for and the devices below them."""
+        if not self.p['interfaces'] and not self.p['peers']:
+            self.fail('Nothing to tune: set interfaces (nic_interfaces in the role) or peers (their routes name the '
+                      'interfaces). Nothing was changed.')
+        try:
+            pairs, errors = mtuplan.requested(links, self.run_ip, self.p['interfaces'], self.p['peers'])
+        except linkmtu.MtuError as exc:
+            return self.fail('%s Nothing was changed.' % exc)
+        for error in errors:
+            self.module.warn('%s That peer\'s interface is not tuned.' % error)
+        return survey.carriers(links, pairs)
+
+    # -------------------------------------------------------------------------------------------- the plan
+
+    def plan_interface(self, name, opts):
+        """{setting: entry} for one interface from what it has now and the record: a value the driver refused
+        before is 'unsupported' up front, a request the driver took as another value it still has is 'ok'."""
+        record = self.record
+        refused = refusals(record, name, survey.driver(name, survey.SYS_CLASS_NET))
+        settled = record.data.get(SETTLED, {})
+        tx_queue_len = survey.read_int(os.path.join(survey.SYS_CLASS_NET, name, 'tx_queue_len'))
+        rings = settings.plan_rings(ethtool.rings(name), opts['rings'], record.original('rings:' + name),
+                                    self.p['allow_lower'])
+        coalescing = settings.plan_coalescing(ethtool.coalescing(name), opts['coalescing'], refused)
+        txqueuelen = settings.plan_txqueuelen(name, tx_queue_len, self.qdisc_text(name), opts['txqueuelen'],
+                                              record.original('txqueuelen:' + name), self.p['allow_lower'])
+        self.keep_txqueuelen(name, txqueuelen, opts)
+        return {
+            'rings': settings.settle(settings.known_refusal(rings, refused, 'rings'), settled.get('rings:' + name)),
+            'coalescing': settings.settle(coalescing, settled.get('coalescing:' + name)),
+            'txqueuelen': settings.settle(txqueuelen, settled.get('txqueuelen:' + name)),
+        }
+
+    def keep_txqueuelen(self, name, planned, opts):
+        """A txqueuelen our .link file holds stays there while the root qdisc does not use it (fq set at boot by
+        net.core.default_qdisc): the live setting is not applicable, the file is not rewritten."""
+        path = os.path.join(self.p['link_dir'], linkfile.LINK_NAME % name)
+        if opts['txqueuelen'] == 'keep' or planned['status'] != 'not_applicable' or \
+                path not in self.record.data.get('files', {}):
+            return
+        values = [value for section, key, value in linkfile.parse(files.read_text(path))
+                  if section == 'Link' and key == 'TransmitQueueLength']
+        if values and values[-1].isdigit():
+            self.persisted[name] = int(values[-1])
+            planned['reason'] += '; TransmitQueueLength=%s stays in %s for when it applies' % (values[-1], path)
+
+    def guard(self, plan, links):
+        """Refuse, before any change, ring changes on the control interface (and the devices below it) and on any
+        interface while a migration or an rsync daemon transfer runs."""
+        resetting = [name for name, entries in plan.items()
+                     if any(entries[key]['status'] == 'changed' for key in RESETS)]
+        if not resetting:
+            return
+        hit = self.control_hits(resetting, links)
+        if hit:
+            self.fail('Refusing to change the rings of %s: %s. A ring change resets the link of many NICs, which '
+                      'can cut the Ansible connection (there is no commit-confirm timer for a NIC reset). For this '
+                      'host set %s (the module\'s interfaces and rings options). Nothing was changed.'
+                      % (', '.join(name for name, _why in hit), '; '.join(why for _name, why in hit), ROLE_WORDS))
+        running = settings.migrations(self.p['state_dir'], self.module.run_command,
+                                      self.module.get_bin_path('systemctl'))
+        running += ['an rsync daemon transfer (%s)' % item
+                    for item in settings.rsync_transfers(survey.PROC, list(settings.RSYNC_PORTS) + self.p['transfer_ports'])]
+        if running:
+            self.fail('Refusing to change the rings of %s while %s runs: a ring change resets the link and would '
+                      'cut the transfer. Run again after it ends (migrate_action=stop stops a migration), or set '
+                      'nic_rings=keep (rings=keep) for this host to go on now. Nothing was changed.'
+                      % (', '.join(resetting), '; '.join(running)))
+
+    def control_hits(self, names, links):
+        """[(name, why)] of ``names`` that carry the Ansible connection or sit below the interface that does."""
+        hits = []
+        for control, reason in sorted(mtuplan.control_interfaces(self.run_ip, self.p['control_hosts']).items()):
+            for dev, how in survey.carriers(links, [(control, reason)]):
+                if dev not in names or dev in [name for name, _why in hits]:
+                    continue
+                if dev == control:
+                    hits.append((dev, '%s %s' % (dev, reason)))
+                else:
+                    hits.append((dev, '%s is the %s%s, which %s' % (
+                        dev, how, '' if how.endswith(' ' + control) else ' below %s' % control, reason)))
+        return hits
+
+
+def present(ns):
+    """Plan everything, refuse what must not run, then change, persist and record."""
+    opts = ns.options()
+    links = mtuplan.links(ns.run_ip)
+    chosen = ns.selected(links)
+    plan = dict((name, ns.plan_interface(name, opts)) for name, _reason in chosen)
+    found = settings.governors(survey.CPU_DIR)
+    governor, writes = settings.plan_governor(found, ns.p['governor'], survey.CPU_DIR)
+    ns.result.update(interfaces=plan, selected=dict(chosen), host={'governor': governor})
+    ns.guard(plan, links)
+    changes = Changes(ns, plan, governor, writes, found)
+    if not ns.module.check_mode and changes.pending():
+        changes.apply()         # first: a setting the driver refuses is not persisted
+    persist_plan(ns, plan, links, opts, governor, found)
+    ns.result['diff'] = [{'before': changes.describe('before'), 'after': changes.describe('after'),
+                          'before_header': 'NIC settings', 'after_header': 'NIC settings'}] + ns.diffs
+    ns.result['files'] = [path for path, _text in ns.writes]
+    if not ns.module.check_mode and ns.writes:
+        try:
+            write_files(ns)
+        except Exception as exc:  # pylint: disable=broad-except
+            changes.failed('writing the persistence files', exc, getattr(exc, 'unrestored', ()))
+    ns.result['changed'] = changes.pending() or bool(ns.writes)
+    ns.result['summary'] = changes.summary(len(ns.writes))
+
+
+# ------------------------------------------------------------------------------------------------ persistence
+
+def udev_support(ns):
+    """(systemd version, None) where systemd-udevd applies .link files, else (None, the reason)."""
+    udevadm = ns.module.get_bin_path('udevadm')
+    if not udevadm or not os.path.exists(linkfile.UDEV_CONTROL):
+        return None, ('systemd-udevd is not running here (no %s or no udevadm): the settings hold until the next '
+                      'boot' % linkfile.UDEV_CONTROL)
+    rc, out, _err = ns.module.run_command([udevadm, '--version'])
+    version = linkfile.systemd_version(out) if rc == 0 else None
+    if version is None:
+        return None, 'udevadm --version did not tell the systemd version'
+    return version, None
+
+
+def udev_info(ns, ifindex):
+    """``udevadm info`` of the interface with ``ifindex``, when /run/udev/data cannot be read."""
+    rc, out, _err = ns.module.run_command([ns.module.get_bin_path('udevadm'), 'info', '--query=property',
+                                           '--path=/sys/class/net/%s' % ns.ifnames.get(ifindex, '')])
+    return out if rc == 0 else None
+
+
+def link_settings(ns, name, entries, opts):
+    """The values of one interface to persist: the ones this module sets (not kept, not refused by the driver)."""
+    out = {}
+    for key in ('rings', 'txqueuelen'):
+        entry = entries[key]
+        if opts[key] != 'keep' and entry['status'] in ('changed', 'ok', 'kept_higher') and entry['after'] is not None:
+            out[key] = entry['after']
+    if name in ns.persisted:
+        out['txqueuelen'] = ns.persisted[name]
+    entry = entries['coalescing']
+    if opts['coalescing'] != 'keep' and entry['after'] is not None:
+        refused = refusals(ns.record, name, survey.driver(name, survey.SYS_CLASS_NET))
+        fields = dict((field, entry['after'][field]) for field, _value in settings.wanted_coalescing(opts['coalescing'])
+                      if 'coalescing.' + field not in refused)
+        if fields:
+            out['coalescing'] = fields
+    return out
+
+
+def persist_plan(ns, plan, links, opts, governor, found):
+    """Plan the .link file per interface and the governor's tmpfiles.d file (ns.writes, ns.diffs)."""
+    version, why = udev_support(ns) if ns.p['persist'] else (None, 'persist is false')
+    ns.ifnames = dict((survey.read_int(os.path.join(survey.SYS_CLASS_NET, name, 'ifindex')), name) for name in plan)
+    for name, entries in plan.items():
+        path = os.path.join(ns.p['link_dir'], linkfile.LINK_NAME % name)
+        if version is None:
+            entries['persist'] = without_file(ns, path, why, 'unsupported' if ns.p['persist'] else 'ok')
+            continue
+        entries['persist'] = link_entry(ns, name, links, link_settings(ns, name, entries, opts), version, path)
+    ns.result['host']['governor_persist'] = governor_entry(ns, governor, found)
+
+
+def without_file(ns, path, reason, status):
+    """The persist entry where no file of ours is wanted: one an earlier run wrote is taken back ('changed')."""
+    if plan_file(ns, path, None) == 'changed':
+        return settings.entry(path, None, '%s; the file of an earlier run is taken back' % reason, 'changed')
+    return settings.entry(None, None, reason, status)
+
+
+def governor_entry(ns, governor, found):
+    """The governor's persist entry, and its tmpfiles.d file planned.  Its line writes every CPU's governor, so it
+    is written only where every CPU offers performance."""
+    path = os.path.join(ns.p['tmpfiles_dir'], linkfile.TMPFILES_NAME)
+    if not ns.p['persist']:
+        return without_file(ns, path, 'persist is false', 'ok')
+    if ns.p['governor'] == 'keep' or governor['status'] not in ('changed', 'ok'):
+        return without_file(ns, path, 'the governor is not set here', 'not_applicable')
+    missing = len([1 for _value, offered in found.values() if not offered])
+    if missing:
+        return without_file(ns, path, '%d of %d CPU(s) do not offer "performance": the tmpfiles.d line, which '
+                            'writes every CPU, would fail at boot; the governor holds until the next boot'
+                            % (missing, len(found)), 'unsupported')
+    if not ns.module.get_bin_path('systemd-tmpfiles'):
+        return without_file(ns, path, 'systemd-tmpfiles is not installed: the governor holds until the next boot',
+                            'unsupported')
+    before = path if os.path.exists(path) else None
+    return settings.entry(before, path, status=plan_file(ns, path, linkfile.governor_text(ns.p['header'])))
+
+
+def link_source(ns, name, path):
+    """(the .link file whose keys ours carries, None), or (None, why ours must not be written): udev does not say
+    which file it applied, an earlier file wins, or drop-ins of the applied file would be lost."""
+    ifindex = survey.read_int(os.path.join(survey.SYS_CLASS_NET, name, 'ifindex'))
+    applied = linkfile.applied(ifindex, linkfile.UDEV_DATA, lambda index: udev_info(ns, index))
+    if applied is None:
+        return None, ('udev does not say which .link file names this interface (no ID_NET_LINK_FILE); writing ours '
+                      'could drop its naming policy')
+    if applied != path and linkfile.sorts_before(applied, os.path.basename(path)):
+        return None, ('udev applies %s, which sorts before %s and so wins; persist these settings there'
+                      % (applied, os.path.basename(path)))
+    source = ns.record.data.get('link_source', {}).get(name, applied) if applied == path else applied
+    dropins = linkfile.dropins(source) if source else []
+    if dropins:
+        return None, ('%s has drop-ins (%s), which would not apply to ours, which replaces it: persist these '
+                      'settings in a drop-in of your own' % (source, ', '.join(dropins)))
+    return source, None
+
+
+def link_entry(ns, name, links, values, version, path):
+    """The persist entry of one interface, and its file planned."""
+    if survey.driver(name, survey.SYS_CLASS_NET) is None:
+        return without_file(ns, path, 'a virtual device (%s): its own configuration makes it at boot'
+                            % (links.get(name, {}).get('kind') or 'no driver'), 'not_applicable')
+    if not values:
+        return without_file(ns, path, 'nothing of this module to persist', 'ok')
+    source, refusal = link_source(ns, name, path)
+    if refusal:
+        return settings.entry(None, None, refusal, 'unsupported')       # nothing written, nothing taken back
+    ours, skipped = linkfile.keys(values, version)
+    items = linkfile.kept(linkfile.parse(files.read_text(source) if source else ''), [key for key, _v in ours])
+    permanent = ethtool.permanent_address(name)
+    match = [('PermanentMACAddress', permanent)] if permanent else [
+        ('MACAddress', (files.read_text(os.path.join(survey.SYS_CLASS_NET, name, 'address')) or '').strip()),
+        ('Driver', survey.driver(name, survey.SYS_CLASS_NET))]
+    text = linkfile.render(ns.p['header'], name, match, items, ours, source)
+    ns.pending_sources[name] = source
+    reasons = ['keeps the keys of %s' % source]
+    if source != path and os.path.basename(source) not in linkfile.SHIPPED:
+        reasons.append('%s is an administrator\'s file: its keys are kept in ours' % source)
+    if skipped:
+        reasons.append('systemd %d does not know %s' % (version, ', '.join(skipped)))
+    before = path if os.path.exists(path) else None
+    return settings.entry(before, path, '; '.join(reasons), plan_file(ns, path, text))
+
+
+def plan_file(ns, path, text):
+    """Plan ``path`` to hold ``text`` (None: not ours any more: put back what was there, if we wrote it);
+    'changed' or 'ok'."""
+    old = files.read_text(path)
+    recorded = ns.record.data.get('files', {}).get(path)
+    if text is None:
+        if recorded is None:
+            return 'ok'
+        text = recorded.get('content')
+    if text == old:
+        return 'ok'
+    ns.writes.append((path, text))
+    ns.diffs.append({'before': old or '', 'after': text or '', 'before_header': path, 'after_header': path})
+    return 'changed'
+
+
+def write_files(ns):
+    """Write (atomically) or remove the planned files, recording first what each replaces; a failure puts back
+    the files written before it and raises it (a WriteError naming also those that could not be put back)."""
+    known = ns.record.data.setdefault('files', {})
+    for path, _text in ns.writes:
+        known.setdefault(path, {'content': files.read_text(path)})
+    ns.record.data.setdefault('link_source', {}).update(ns.pending_sources)
+    ns.record.save()
+    done = []
+    try:
+        for path, text in ns.writes:
+            old = files.read_text(path)
+            put_file(ns, path, text)
+            done.append((path, old))
+    except Exception as exc:  # pylint: disable=broad-except
+        unrestored = []
+        for path, old in reversed(done):
+            try:
+                put_file(ns, path, old)
+            except Exception as error:  # pylint: disable=broad-except
+                unrestored.append('%s: %s' % (path, error))
+        if unrestored:
+            raise WriteError(exc, unrestored)
+        raise
+    for path, text in ns.writes:
+        if text == known[path]['content']:
+            del known[path]         # back as it was: nothing to restore any more
+    save(ns.record)
+
+
+def put_file(ns, path, text):
+    """``path`` holding ``text`` (written atomically), or removed when ``text`` is None."""
+    if text is None:
+        if os.path.lexists(path):
+            os.unlink(path)
+    else:
+        files.write_atomic(ns.module, path, text)
+
+
+# ------------------------------------------------------------------------------------------------ the other states
+
+def absent(ns):
+    """Put back every recorded value and file, then forget the record."""
+    changes = Changes(ns, {}, None, {}, {})
+    steps = changes.restore_steps()
+    if any(step[1] in RESETS for step in steps):
+        plan = dict((step[0], dict((key, {'status': 'changed' if key == step[1] else 'ok'}) for key in RESETS))
+                    for step in steps if step[1] in RESETS)
+        ns.guard(plan, mtuplan.links(ns.run_ip))
+    for path, saved in sorted(ns.record.data.get('files', {}).items()):
+        if files.read_text(path) != saved.get('content'):
+            ns.writes.append((path, saved.get('content')))
+            ns.diffs.append({'before': files.read_text(path) or '', 'after': saved.get('content') or '',
+                             'before_header': path, 'after_header': path})
+    ns.result['files'] = [path for path, _text in ns.writes]
+    ns.result['changed'] = bool(steps or ns.writes or ns.record.data)
+    ns.result['diff'] = [{'before': changes.describe_steps(steps, 'before'),
+                          'after': changes.describe_steps(steps, 'after'),
+                          'before_header': 'NIC settings', 'after_header': 'NIC settings'}] + ns.diffs
+    if ns.module.check_mode:
+        ns.result['summary'] = 'would put back %d setting(s) and %d file(s)' % (len(steps), len(ns.writes))
+        return
+    changes.restore(steps)
+    for path, text in ns.writes:
+        put_file(ns, path, text)
+    ns.record.drop()
+    ns.result['summary'] = 'put back %d setting(s) and %d file(s); the record is gone' % (len(steps), len(ns.writes))
+
+
+STATES = {'present': present, 'absent': absent}
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            state=dict(type='str', default='present', choices=['present', 'absent']),
+            interfaces=dict(type='list', elements='str', default=[]),
+            peers=dict(type='list', elements='str', default=[]),
+            rings=dict(type='str', default='max'),
+            txqueuelen=dict(type='str', default='10000'),
+            coalescing=dict(type='str', default='adaptive'),
+            governor=dict(type='str', default='performance', choices=['performance', 'keep']),
+            persist=dict(type='bool', default=True),
+            link_dir=dict(type='path', default=linkfile.LINK_DIR),
+            tmpfiles_dir=dict(type='path', default=linkfile.TMPFILES_DIR),
+            header=dict(type='str', default='Managed by bdp.wan_tune'),
+            allow_lower=dict(type='bool', default=False),
+            control_hosts=dict(type='list', elements='str', default=[]),
+            transfer_ports=dict(type='list', elements='int', default=[]),
+            state_dir=dict(type='path', default=files.STATE_DIR),
+        ),
+        supports_check_mode=True,
+    )
+    with runlock.held(module, module.params['state_dir'], 'nic_settings %s' % module.params['state']):
+        ns = NicSettings(module)
+        try:
+            STATES[module.params['state']](ns)
+        except (RuntimeError, OSError) as exc:
+            ns.fail('%s' % exc)
+        module.exit_json(**ns.result)
+
+
+if __name__ == '__main__':
+    main()
