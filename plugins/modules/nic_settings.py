@@ -41,10 +41,13 @@ description:
     O(tmpfiles_dir) where every CPU offers C(performance). Without systemd-udevd, persistence is reported as
     V(unsupported)."
   - "Never a lockout, never a cut transfer: a ring change resets many NICs (the link drops for a moment).
-    Before any change, the module refuses to change rings on the interface the Ansible connection uses (and the
-    devices below it), and on any interface while a migration of this collection runs or an rsync daemon transfer
-    (TCP ports O(transfer_ports)) is established. Coalescing changes write interrupt registers and are not
-    refused."
+    On the interface the Ansible connection uses (and the devices below it), rings change only under the
+    commit-confirm timer M(bdp.wan_tune.link_mtu) uses: the timer is armed before the change and, unless
+    O(state=confirmed) arrives within O(confirm_timeout) seconds over a new connection, puts the rings back by
+    itself (a Python script with the same ioctl, no ethtool program); the files are written only on
+    confirmation. Before any change, the module refuses to change rings on any interface while a migration of
+    this collection runs or an rsync daemon transfer (TCP ports O(transfer_ports)) is established. Coalescing
+    changes write interrupt registers and are neither refused nor timed."
   - Everything a change replaces is recorded in O(state_dir); O(state=absent) puts back every recorded value and
     file exactly and forgets the record.
 author:
@@ -52,12 +55,18 @@ author:
 options:
   state:
     description:
-      - V(present) plans, checks, changes and persists.
+      - V(present) plans, checks, changes and persists; a ring change on the control connection's interface is
+        left pending under the commit-confirm timer (RV(commit)), its files unwritten until V(confirmed).
+      - V(confirmed) disarms the timer of the pending ring change and writes its files; fails if the timer has
+        already put the rings back.
+      - V(reverted) puts the rings of a pending change back now (or reports that the timer did); used when the
+        confirmation did not get through.
       - V(absent) puts back every value recorded before the first change (a value someone else changed since is
         left alone, with a warning), removes the files this module wrote (restoring a file that was there before)
-        and forgets the record.
+        and forgets the record. Putting back the rings the NIC had before is going back to a known-good state,
+        as the timer would, so it needs no timer.
     type: str
-    choices: [present, absent]
+    choices: [present, confirmed, reverted, absent]
     default: present
   interfaces:
     description: The interfaces to tune. Empty means the interfaces that route to O(peers).
@@ -120,6 +129,17 @@ options:
     type: list
     elements: str
     default: []
+  confirm_timeout:
+    description: Seconds after arming before the timer puts the rings of the control connection's interface back
+      unless O(state=confirmed) runs (10 or more).
+    type: int
+    default: 120
+  commit_method:
+    description: How the timer runs. V(auto) uses a transient systemd timer where systemd is PID 1, else a
+      detached process with a pid file.
+    type: str
+    choices: [auto, systemd, process]
+    default: auto
   transfer_ports:
     description: More TCP ports of rsync daemon transfers (an rsync daemon on other ports than 873 and 874, which are
       always watched); while a connection to or from one of them is established, ring changes are refused.
@@ -135,8 +155,9 @@ attributes:
     details: Plans and reports what would change, writes and sets nothing. Whether a driver accepts a ring or
       coalescing value, and what it rounds a ring size to, shows only when the value is set, so the first check
       mode run on a host predicts it as asked (a change, and so in the C(.link) file); once a run has set it, the
-      record holds the driver's refusal or the value it took, and check mode predicts them too. The refusals
-      (control interface, a running transfer) apply in check mode too.
+      record holds the driver's refusal or the value it took, and check mode predicts them too. The refusal of a
+      running transfer applies in check mode too, and a ring change that would go under the commit-confirm timer
+      is named in its reason.
   diff_mode:
     details: Shows the settings per interface before and after, and each file.
 notes:
@@ -162,6 +183,14 @@ EXAMPLES = r"""
     rings: "1024"
     coalescing: "50"
     persist: false
+
+- name: Open a fresh control connection, so the confirmation proves a new session works after the ring change
+  ansible.builtin.meta: reset_connection
+
+- name: Confirm a ring change on the control connection's NIC (the timer puts the rings back if this never arrives)
+  bdp.wan_tune.nic_settings:
+    state: confirmed
+  when: nic.commit is defined
 
 - name: Put everything back
   bdp.wan_tune.nic_settings:
@@ -208,6 +237,20 @@ summary:
   returned: always
   type: str
   sample: "ens4: rings rx 256 -> 4096, tx 256 -> 4096, coalescing adaptive; governor unsupported; 1 file written"
+commit:
+  description: The commit-confirm timer of a ring change on the control connection's interface (token, method,
+    unit or pid, timeout, deadline, the rings it puts back) and how it ended.
+  returned: when a ring change is pending, confirmed or put back
+  type: dict
+  sample: {token: 20261126-161003-ab12cd, method: systemd, unit: bdp-wan-tune-nic-20261126-161003-ab12cd,
+           timeout: 120, deadline: 1795709523.1, state: pending,
+           changes: [{interface: ens4, before: {rx: 256, tx: 256}, after: {rx: 4096, tx: 4096}}]}
+outcome:
+  description: How the pending ring change ended (V(confirmed), V(restored_by_timer), V(restored_by_module)), or
+    null when none was pending.
+  returned: when state is confirmed or reverted
+  type: str
+  sample: confirmed
 check_mode:
   description: Whether this call ran in check mode.
   returned: always
@@ -215,6 +258,9 @@ check_mode:
 """
 
 import os
+import random
+import shutil
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common import checks
@@ -223,17 +269,18 @@ from ansible_collections.bdp.wan_tune.plugins.module_utils.common import runlock
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common.record import Record
 from ansible_collections.bdp.wan_tune.plugins.module_utils.mtu import linkmtu
 from ansible_collections.bdp.wan_tune.plugins.module_utils.mtu import mtuplan
+from ansible_collections.bdp.wan_tune.plugins.module_utils.mtu import mtutimer
+from ansible_collections.bdp.wan_tune.plugins.module_utils.nic import commit
 from ansible_collections.bdp.wan_tune.plugins.module_utils.nic import ethtool
 from ansible_collections.bdp.wan_tune.plugins.module_utils.nic import linkfile
 from ansible_collections.bdp.wan_tune.plugins.module_utils.nic import settings
 from ansible_collections.bdp.wan_tune.plugins.module_utils.nic import survey
-from ansible_collections.bdp.wan_tune.plugins.module_utils.nic.apply import Changes, SETTLED, refusals, save
+from ansible_collections.bdp.wan_tune.plugins.module_utils.nic.apply import APPLIED, Changes, SETTLED, refusals, save
 
 RECORD = 'nic_settings.json'
 # The settings whose change resets the link of many NICs (a ring resize reallocates the rings: e1000e, ixgbe, ena
 # and mlx5 take the link down and up).  A coalescing change writes interrupt registers and is not guarded.
 RESETS = ('rings',)
-ROLE_WORDS = 'nic_interfaces (leave the interface out: list only the interfaces to tune) or nic_rings=keep'
 
 
 class WriteError(Exception):
@@ -259,8 +306,15 @@ class NicSettings(object):
         self.pending_sources = {}   # {interface: the .link file whose keys ours carries}
         self.ifnames = {}           # {ifindex: interface}
         self.persisted = {}         # {interface: the txqueuelen ours keeps in its .link file while not applicable}
+        self.timer = commit.RingTimer(module, self.p['state_dir'])
+        self.armed = None           # the commit-confirm timer armed by this call, until the change is made
 
     def fail(self, msg):
+        if self.armed and self.timer.claim(self.armed, 'module'):
+            self.timer.disarm(self.armed)       # the failure put the rings back itself: no timer to leave behind
+            shutil.rmtree(self.armed['decided'], ignore_errors=True)
+            self.record.data.pop('pending', None)
+            save(self.record)
         self.module.fail_json(msg=msg, **self.result)
 
     def run_ip(self, args, check=True):
@@ -335,19 +389,14 @@ class NicSettings(object):
             self.persisted[name] = int(values[-1])
             planned['reason'] += '; TransmitQueueLength=%s stays in %s for when it applies' % (values[-1], path)
 
-    def guard(self, plan, links):
-        """Refuse, before any change, ring changes on the control interface (and the devices below it) and on any
-        interface while a migration or an rsync daemon transfer runs."""
+    def guard(self, plan, links, control=True):
+        """Refuse, before any change, ring changes on any interface while a migration or an rsync daemon transfer
+        runs; with ``control``, return [(name, why)] of the ring changes on the control interface (and the devices
+        below it), which go under the commit-confirm timer."""
         resetting = [name for name, entries in plan.items()
                      if any(entries[key]['status'] == 'changed' for key in RESETS)]
         if not resetting:
-            return
-        hit = self.control_hits(resetting, links)
-        if hit:
-            self.fail('Refusing to change the rings of %s: %s. A ring change resets the link of many NICs, which '
-                      'can cut the Ansible connection (there is no commit-confirm timer for a NIC reset). For this '
-                      'host set %s (the module\'s interfaces and rings options). Nothing was changed.'
-                      % (', '.join(name for name, _why in hit), '; '.join(why for _name, why in hit), ROLE_WORDS))
+            return []
         running = settings.migrations(self.p['state_dir'], self.module.run_command,
                                       self.module.get_bin_path('systemctl'))
         running += ['an rsync daemon transfer (%s)' % item
@@ -357,6 +406,7 @@ class NicSettings(object):
                       'cut the transfer. Run again after it ends (migrate_action=stop stops a migration), or set '
                       'nic_rings=keep (rings=keep) for this host to go on now. Nothing was changed.'
                       % (', '.join(resetting), '; '.join(running)))
+        return self.control_hits(resetting, links) if control else []
 
     def control_hits(self, names, links):
         """[(name, why)] of ``names`` that carry the Ansible connection or sit below the interface that does."""
@@ -374,29 +424,177 @@ class NicSettings(object):
 
 
 def present(ns):
-    """Plan everything, refuse what must not run, then change, persist and record."""
+    """Plan everything, refuse what must not run, then change (a ring change on the control interface under the
+    commit-confirm timer), persist and record."""
     opts = ns.options()
+    settle_pending(ns)
     links = mtuplan.links(ns.run_ip)
     chosen = ns.selected(links)
     plan = dict((name, ns.plan_interface(name, opts)) for name, _reason in chosen)
     found = settings.governors(survey.CPU_DIR)
     governor, writes = settings.plan_governor(found, ns.p['governor'], survey.CPU_DIR)
     ns.result.update(interfaces=plan, selected=dict(chosen), host={'governor': governor})
-    ns.guard(plan, links)
+    timed = ns.guard(plan, links)
+    for name, why in timed:
+        plan[name]['rings']['reason'] = '; '.join(part for part in (
+            plan[name]['rings']['reason'], 'under the commit-confirm timer (%s)' % why) if part)
     changes = Changes(ns, plan, governor, writes, found)
     if not ns.module.check_mode and changes.pending():
+        if timed:
+            arm(ns, plan, [name for name, _why in timed])
         changes.apply()         # first: a setting the driver refuses is not persisted
+        if ns.armed and not any(plan[name]['rings']['status'] == 'changed' for name, _why in timed):
+            ns.timer.claim(ns.armed, 'module')      # the driver refused or kept them: nothing to confirm
+            end_pending(ns, ns.armed)
+            ns.armed = None
     persist_plan(ns, plan, links, opts, governor, found)
     ns.result['diff'] = [{'before': changes.describe('before'), 'after': changes.describe('after'),
                           'before_header': 'NIC settings', 'after_header': 'NIC settings'}] + ns.diffs
     ns.result['files'] = [path for path, _text in ns.writes]
-    if not ns.module.check_mode and ns.writes:
+    if ns.armed:
+        # the files are written when the change is confirmed: a timer that puts the rings back leaves none
+        ns.record.data['pending'].update(writes=[list(item) for item in ns.writes], sources=ns.pending_sources)
+        save(ns.record)
+        ns.result['commit'] = public(ns.armed, 'pending')
+    elif not ns.module.check_mode and ns.writes:
         try:
             write_files(ns)
         except Exception as exc:  # pylint: disable=broad-except
             changes.failed('writing the persistence files', exc, getattr(exc, 'unrestored', ()))
     ns.result['changed'] = changes.pending() or bool(ns.writes)
     ns.result['summary'] = changes.summary(len(ns.writes))
+    if ns.armed:
+        ns.result['summary'] += ('; the rings of %s are under the commit-confirm timer: unless state=confirmed '
+                                 'runs within %d s, it puts them back, and the files are written on confirmation'
+                                 % (', '.join(name for name, _why in timed), ns.p['confirm_timeout']))
+
+
+# ------------------------------------------------------------------------------------------------ commit-confirm
+
+def public(pending, status):
+    """The pending change as the module returns it (``commit``)."""
+    out = mtutimer.public(pending, status)
+    out['restores'] = commit.restored_text(pending['revert_steps'])
+    return out
+
+
+def arm(ns, plan, names):
+    """Arm the timer that puts back the rings of ``names`` (the control interface and the NICs below it) and
+    record the pending change, before any change is made."""
+    steps = [(name, plan[name]['rings']['before'], plan[name]['rings']['before']) for name in names
+             if plan[name]['rings']['status'] == 'changed']
+    token = '%s-%06x' % (time.strftime('%Y%m%d-%H%M%S'), random.randint(0, 0xffffff))
+    try:
+        pending = ns.timer.arm(token, steps, ns.p['confirm_timeout'], ns.p['commit_method'])
+    except (RuntimeError, OSError) as exc:
+        ns.fail('Could not arm the commit-confirm timer, so nothing was changed: %s.' % exc)
+    pending['changes'] = [(name, plan[name]['rings']['before'], plan[name]['rings']['after']) for name, _b, _a in steps]
+    ns.armed = pending
+    ns.record.data['pending'] = pending
+    save(ns.record)
+
+
+def settle_pending(ns):
+    """A ring change still pending from an earlier call: one the timer (or a reboot) ended is forgotten, with a
+    warning; one still waiting for its confirmation stops this call."""
+    pending = ns.record.data.get('pending')
+    if not pending:
+        return
+    if not ns.timer.stale(pending) and ns.timer.decided_by(pending) is None:
+        ns.fail('The ring change %s (%s) is still waiting for its confirmation: run state=confirmed to keep it or '
+                'state=reverted to put the rings back, then run again. Nothing was changed.'
+                % (pending['token'], ', '.join('%s %s -> %s' % (name, settings.show(before), settings.show(after))
+                                               for name, before, after in pending['changes'])))
+    end = ns.timer.outcome(pending)
+    ns.module.warn('The ring change %s was not confirmed: %s put back %s; this run plans again from what the host '
+                   'has.' % (pending['token'], 'the commit-confirm timer' if end['state'] == 'restored_by_timer'
+                             else 'a reboot', commit.restored_text(pending['revert_steps'])))
+    if not ns.module.check_mode:
+        end_pending(ns, pending)
+
+
+def end_pending(ns, pending, kept=False):
+    """Forget the pending change: disarm its timer, remove its decision marker, save the record.  Unless it is
+    ``kept`` (confirmed), the rings it set were put back: this module's own value is again the one before it, so
+    that a rollback puts back the original and follows no value someone else set."""
+    if not kept:
+        applied = ns.record.data.setdefault(APPLIED, {})
+        for name, before, _after in pending['changes']:
+            applied['rings:' + name] = before
+            ns.record.data.get(SETTLED, {}).pop('rings:' + name, None)
+    ns.timer.disarm(pending)
+    shutil.rmtree(pending['decided'], ignore_errors=True)
+    ns.record.data.pop('pending', None)
+    save(ns.record)
+
+
+def pending_change(ns, nothing, would):
+    """The pending ring change, its timer in the result; None when there is none (the summary says ``nothing``) or
+    in check mode (``would``, with the token)."""
+    pending = ns.record.data.get('pending')
+    ns.result['outcome'] = None
+    if not pending:
+        ns.result['summary'] = nothing
+        return None
+    ns.result['commit'] = public(pending, 'pending')
+    if ns.module.check_mode:
+        ns.result.update(changed=True, summary=would % pending['token'])
+        return None
+    return pending
+
+
+def ended_at(end):
+    return time.strftime('%F %T', time.localtime(end['at'])) if end['at'] else 'an unknown time'
+
+
+def confirmed(ns):
+    """Disarm the timer of the pending ring change and write its files; too late if the timer decided."""
+    pending = pending_change(ns, 'no pending ring change to confirm', 'would confirm the ring change %s')
+    if not pending:
+        return
+    if ns.timer.stale(pending) or not ns.timer.claim(pending, 'confirmed'):
+        end = ns.timer.outcome(pending)
+        end_pending(ns, pending)
+        ns.result['outcome'] = end['state']
+        at = ended_at(end)
+        ns.fail('Too late: the commit-confirm timer of the ring change %s put back %s at %s, %d s after the change, '
+                'before this confirmation; nothing was persisted. If the control connection was fine, raise '
+                'confirm_timeout (nic_confirm_timeout in the role).'
+                % (pending['token'], commit.restored_text(pending['revert_steps']), at, pending['timeout']))
+    ns.writes = [tuple(item) for item in pending.get('writes', [])]
+    ns.pending_sources = pending.get('sources', {})
+    end_pending(ns, pending, kept=True)
+    if ns.writes:
+        write_files(ns)
+    ns.result.update(changed=True, outcome='confirmed', files=[path for path, _text in ns.writes])
+    ns.result['commit']['state'] = 'confirmed'
+    ns.result['summary'] = 'confirmed the ring change %s; the timer is disarmed; %d file(s) written' % (
+        pending['token'], len(ns.writes))
+
+
+def reverted(ns):
+    """Put the rings of the pending change back now, or report that its timer (or a reboot) did."""
+    pending = pending_change(ns, 'no pending ring change', 'would put back the rings of change %s')
+    if not pending:
+        return
+    restores = commit.restored_text(pending['revert_steps'])
+    if not ns.timer.stale(pending) and ns.timer.claim(pending, 'module'):
+        _restored, errors = ns.timer.restore(pending['revert_steps'])
+        end_pending(ns, pending)
+        ns.timer.log_revert(pending['token'], 'module', {'rings': restores})
+        if errors:
+            ns.fail('The ring change %s was not confirmed, and putting back %s failed: %s. The record keeps the '
+                    'originals; state=absent retries.' % (pending['token'], restores, '; '.join(errors)))
+        ns.result.update(changed=True, outcome='restored_by_module')
+        ns.result['summary'] = 'the ring change %s was not confirmed; put back %s now' % (pending['token'], restores)
+        return
+    end = ns.timer.outcome(pending)
+    end_pending(ns, pending)
+    at = ended_at(end)
+    ns.result.update(outcome=end['state'], record=end['record'])
+    ns.result['summary'] = ('the ring change %s was not confirmed; %s put back %s at %s'
+                            % (pending['token'], 'the commit-confirm timer' if end['state'] == 'restored_by_timer'
+                               else 'a reboot', restores, at))
 
 
 # ------------------------------------------------------------------------------------------------ persistence
@@ -584,20 +782,25 @@ def put_file(ns, path, text):
 # ------------------------------------------------------------------------------------------------ the other states
 
 def absent(ns):
-    """Put back every recorded value and file, then forget the record."""
+    """Put back every recorded value and file, then forget the record.  A pending ring change is put back first.
+    The rings the NIC had before are a known-good state (the timer would put them back too), so they need no timer;
+    only a running transfer stops them."""
+    if ns.record.data.get('pending') and not ns.module.check_mode:
+        reverted(ns)
     changes = Changes(ns, {}, None, {}, {})
     steps = changes.restore_steps()
     if any(step[1] in RESETS for step in steps):
         plan = dict((step[0], dict((key, {'status': 'changed' if key == step[1] else 'ok'}) for key in RESETS))
                     for step in steps if step[1] in RESETS)
-        ns.guard(plan, mtuplan.links(ns.run_ip))
+        ns.guard(plan, mtuplan.links(ns.run_ip), control=False)
     for path, saved in sorted(ns.record.data.get('files', {}).items()):
         if files.read_text(path) != saved.get('content'):
             ns.writes.append((path, saved.get('content')))
             ns.diffs.append({'before': files.read_text(path) or '', 'after': saved.get('content') or '',
                              'before_header': path, 'after_header': path})
     ns.result['files'] = [path for path, _text in ns.writes]
-    ns.result['changed'] = bool(steps or ns.writes or ns.record.data)
+    log = os.path.join(ns.p['state_dir'], ns.timer.REVERT_LOG)     # the timer's log goes with the record
+    ns.result['changed'] = bool(steps or ns.writes or ns.record.data or os.path.exists(log))
     ns.result['diff'] = [{'before': changes.describe_steps(steps, 'before'),
                           'after': changes.describe_steps(steps, 'after'),
                           'before_header': 'NIC settings', 'after_header': 'NIC settings'}] + ns.diffs
@@ -607,17 +810,18 @@ def absent(ns):
     changes.restore(steps)
     for path, text in ns.writes:
         put_file(ns, path, text)
+    put_file(ns, log, None)
     ns.record.drop()
     ns.result['summary'] = 'put back %d setting(s) and %d file(s); the record is gone' % (len(steps), len(ns.writes))
 
 
-STATES = {'present': present, 'absent': absent}
+STATES = {'present': present, 'confirmed': confirmed, 'reverted': reverted, 'absent': absent}
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            state=dict(type='str', default='present', choices=['present', 'absent']),
+            state=dict(type='str', default='present', choices=['present', 'confirmed', 'reverted', 'absent']),
             interfaces=dict(type='list', elements='str', default=[]),
             peers=dict(type='list', elements='str', default=[]),
             rings=dict(type='str', default='max'),
@@ -631,10 +835,15 @@ def main():
             allow_lower=dict(type='bool', default=False),
             control_hosts=dict(type='list', elements='str', default=[]),
             transfer_ports=dict(type='list', elements='int', default=[]),
+            confirm_timeout=dict(type='int', default=120),
+            commit_method=dict(type='str', default='auto', choices=['auto', 'systemd', 'process']),
             state_dir=dict(type='path', default=files.STATE_DIR),
         ),
         supports_check_mode=True,
     )
+    if module.params['confirm_timeout'] < 10:
+        module.fail_json(msg='confirm_timeout: %d s is too short to confirm over a new connection; use 10 or more. '
+                         'Nothing was changed.' % module.params['confirm_timeout'])
     with runlock.held(module, module.params['state_dir'], 'nic_settings %s' % module.params['state']):
         ns = NicSettings(module)
         try:

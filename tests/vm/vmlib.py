@@ -28,6 +28,7 @@ KVM_BROKEN = os.path.join(CACHE, 'kvm-broken')
 CONTROL_MAC = '52:54:00:bd:00:01'   # matched by the image's 10-control.network (DHCP)
 FAST_NIC_MAC = '52:54:00:bd:02:01'  # the e1000e NIC (QEMU's Intel 82574L) that proves rings and coalescing
 FAST_NIC_ADDRESS = '198.18.200.2/24'
+FAST_NET, FAST_NET_HOST = '198.18.200.0/24', '198.18.200.1'    # QEMU's user network of that NIC, and its host side
 SSH_OPTS = ['-o', 'StrictHostKeyChecking=no', '-o', 'UserKnownHostsFile=/dev/null', '-o', 'LogLevel=ERROR',
             '-o', 'ConnectTimeout=5', '-o', 'BatchMode=yes', '-o', 'ServerAliveInterval=5']
 
@@ -104,6 +105,7 @@ class VM(object):
         self.memory = memory
         self.cpus = cpus
         self.port = free_port()
+        self.fast_port = free_port()        # SSH over the e1000e: the control connection on the NIC whose rings change
         self.key = os.path.join(workdir, 'id_ed25519')
         self.console = os.path.join(workdir, 'console.log')
         self.control_path = os.path.join(workdir, 'ssh.sock')
@@ -177,8 +179,10 @@ class VM(object):
                 '-netdev', 'user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:%d-:22' % self.port,
                 '-device', 'virtio-net-pci,netdev=n0,mac=%s' % CONTROL_MAC,
                 # a 1G Intel NIC whose rings (256 of 4096) and coalescing the nic role can change for real; its own
-                # user network, isolated (restrict=on), carries no test traffic
-                '-netdev', 'user,id=n2,restrict=on',
+                # user network, isolated (restrict=on), carries no test traffic but, for the steps that connect
+                # through it (fast_port), the Ansible connection, so that its ring change goes under the timer
+                '-netdev', 'user,id=n2,restrict=on,net=%s,host=%s,hostfwd=tcp:127.0.0.1:%d-%s:22' % (
+                    FAST_NET, FAST_NET_HOST, self.fast_port, FAST_NIC_ADDRESS.split('/')[0]),
                 '-device', 'e1000e,netdev=n2,mac=%s' % FAST_NIC_MAC]
         if self.wan:
             tap, host_addr, _guest, queues = self.wan

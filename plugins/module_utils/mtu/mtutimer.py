@@ -1,11 +1,12 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, bdp.wan_tune contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The commit-confirm timer of link_mtu: arm it before a change, disarm it on confirmation, decide races.
+"""The commit-confirm timer of link_mtu (and, through a subclass, nic_settings): arm it before a change, disarm it
+on confirmation, decide races.
 
 The timer is a transient systemd timer where systemd runs, else a detached ``sleep`` process with a pid
-file; either runs the script from linkmtu.revert_script, which restores the previous MTUs unless the
-change is confirmed in time.  Whoever creates the decision directory first (the script or the module)
+file; either runs the script from ``CommitTimer.script`` (linkmtu.revert_script here, nic/commit.py's for the
+rings), which restores the previous values unless the change is confirmed in time.  Whoever creates the decision directory first (the script or the module)
 decides; ``mkdir`` is atomic, so the other backs off.
 
 The run directory (default /run/bdp_wan_tune, cleared at boot) holds the script, the pid file and the
@@ -86,21 +87,35 @@ def public(commit, status):
 
 
 class CommitTimer(object):
-    """Arms, disarms and decides the commit-confirm timer of one host; ``set_mtu(name, mtu)`` restores."""
+    """Arms, disarms and decides the commit-confirm timer of one host; ``set_mtu(name, mtu)`` restores.
+
+    The class attributes name what is the MTU's; a subclass for another setting gives its own names, script and
+    interpreter."""
+
+    NAME = 'jumbo_mtu'                  # the files in the run directory: NAME-TOKEN.sh, .decided, .pid
+    SUFFIX = '.sh'
+    UNIT_PREFIX = UNIT_PREFIX
+    REVERT_LOG = REVERT_LOG
+    DESCRIPTION = 'bdp.wan_tune.jumbo_mtu commit-confirm: restore the MTU unless confirmed'
 
     def __init__(self, module, state_dir, set_mtu):
         self.module = module
         self.state_dir = state_dir
         self.set_mtu = set_mtu
+        self.interpreter = '/bin/sh'
+
+    def script(self, token, revert_steps, decided, log, deadline):
+        """The text of the script the timer runs (with ``self.interpreter``)."""
+        return linkmtu.revert_script(token, revert_steps, decided, log, deadline)
 
     def arm(self, token, revert_steps, timeout, method):
         directory = ensure_run_dir()
-        script = os.path.join(directory, 'jumbo_mtu-%s.sh' % token)
-        decided = os.path.join(directory, 'jumbo_mtu-%s.decided' % token)
-        log = os.path.join(self.state_dir, REVERT_LOG)
+        script = os.path.join(directory, '%s-%s%s' % (self.NAME, token, self.SUFFIX))
+        decided = os.path.join(directory, '%s-%s.decided' % (self.NAME, token))
+        log = os.path.join(self.state_dir, self.REVERT_LOG)
         deadline = time.time() + timeout
         with open(script, 'w') as handle:
-            handle.write(linkmtu.revert_script(token, revert_steps, decided, log, deadline))
+            handle.write(self.script(token, revert_steps, decided, log, deadline))
         os.chmod(script, 0o700)
         systemd = os.path.isdir('/run/systemd/system') and self.module.get_bin_path('systemd-run')
         if method == 'systemd' and not systemd:
@@ -108,12 +123,11 @@ class CommitTimer(object):
         commit = {'token': token, 'script': script, 'decided': decided, 'timeout': timeout, 'armed_at': time.time(),
                   'deadline': deadline, 'boot_id': boot_id(), 'revert_steps': revert_steps}
         if method != 'process' and systemd:
-            unit = UNIT_PREFIX + token
+            unit = self.UNIT_PREFIX + token
             rc, out, err = self.module.run_command([
-                systemd, '--unit', unit, '--description',
-                'bdp.wan_tune.jumbo_mtu commit-confirm: restore the MTU unless confirmed',
+                systemd, '--unit', unit, '--description', self.DESCRIPTION,
                 '--on-active=%ds' % timeout, '--timer-property=AccuracySec=1s', '--collect',
-                '/bin/sh', script])
+                self.interpreter, script])
             if rc != 0:
                 raise RuntimeError('systemd-run could not arm the timer: %s' % (err or out).strip())
             rc, out, _err = self.module.run_command(['systemctl', 'is-active', unit + '.timer'])
@@ -121,8 +135,9 @@ class CommitTimer(object):
                 raise RuntimeError('the timer %s.timer is %r, not active' % (unit, out.strip()))
             commit.update(method='systemd', unit=unit)
         else:
-            pid, _pipe = spawn_detached(['/bin/sh', '-c', 'sleep %d; exec /bin/sh "$0"' % timeout, script])
-            with open(os.path.join(directory, 'jumbo_mtu-%s.pid' % token), 'w') as handle:
+            pid, _pipe = spawn_detached(['/bin/sh', '-c', 'sleep %d; exec "$1" "$0"' % timeout, script,
+                                         self.interpreter])
+            with open(os.path.join(directory, '%s-%s.pid' % (self.NAME, token)), 'w') as handle:
                 handle.write('%d\n' % pid)
             commit.update(method='process', pid=pid)
             time.sleep(0.05)
@@ -149,7 +164,7 @@ class CommitTimer(object):
             except OSError:
                 pass
         for path in (commit.get('script'), os.path.join(os.path.dirname(commit.get('script') or '/'),
-                                                        'jumbo_mtu-%s.pid' % commit.get('token'))):
+                                                        '%s-%s.pid' % (self.NAME, commit.get('token')))):
             if path and os.path.exists(path):
                 os.unlink(path)
 
@@ -182,7 +197,7 @@ class CommitTimer(object):
 
     def revert_records(self):
         records = []
-        for line in (files.read_text(os.path.join(self.state_dir, REVERT_LOG)) or '').splitlines():
+        for line in (files.read_text(os.path.join(self.state_dir, self.REVERT_LOG)) or '').splitlines():
             try:
                 records.append(json.loads(line))
             except ValueError:
@@ -194,7 +209,7 @@ class CommitTimer(object):
         return linkmtu.outcome(pending, decided or self.decided_by(pending) or 'timer', self.revert_records())
 
     def log_revert(self, token, by, restored):
-        path = os.path.join(self.state_dir, REVERT_LOG)
+        path = os.path.join(self.state_dir, self.REVERT_LOG)
         lines = (files.read_text(path) or '').splitlines()[-49:]
         lines.append(json.dumps({'token': token, 'by': by, 'at': int(time.time()),
                                  'restored': ' '.join('%s=%s' % item for item in sorted(restored.items())),

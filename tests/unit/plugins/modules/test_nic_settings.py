@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import signal
 import struct
 import subprocess
 import sys
@@ -18,6 +19,8 @@ import pytest
 
 from ansible.module_utils import basic
 from ansible_collections.bdp.wan_tune.plugins.module_utils.mtu import mtuplan
+from ansible_collections.bdp.wan_tune.plugins.module_utils.mtu import mtutimer
+from ansible_collections.bdp.wan_tune.plugins.module_utils.nic import commit
 from ansible_collections.bdp.wan_tune.plugins.module_utils.nic import ethtool
 from ansible_collections.bdp.wan_tune.plugins.module_utils.nic import linkfile
 from ansible_collections.bdp.wan_tune.plugins.module_utils.nic import survey
@@ -385,25 +388,193 @@ def test_refuses_while_a_migration_unit_runs(run_module, host):
     assert result['rc'] == 1 and 'the migration unit bdp-migrate-198.18.0.2-data.service' in result['msg']
 
 
-def test_refuses_the_control_interface_and_the_nic_below_it(run_module, host):
+@pytest.fixture
+def timer(host, monkeypatch, tmp_path):
+    """The commit-confirm timer as a process, with the run directory below tmp_path; the detached process is a
+    harmless stand-in with the script's path in its command line (disarm finds and kills it by that)."""
+    run_dir = str(tmp_path / 'run')
+    monkeypatch.setattr(mtutimer, 'RUN_DIR', run_dir)
+    real_spawn, started = mtutimer.spawn_detached, []
+
+    def spawn(argv, ready_pipe=False):
+        assert argv[:2] == ['/bin/sh', '-c'] and argv[2].startswith('sleep ') and argv[4] == sys.executable, argv
+        pid, pipe = real_spawn(['/bin/sh', '-c', 'sleep 300', argv[3]], ready_pipe)
+        started.append(pid)
+        return pid, pipe
+
+    monkeypatch.setattr(mtutimer, 'spawn_detached', spawn)
+    host.run_dir = run_dir
+    yield started
+    for pid in started:
+        for call in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.waitpid(pid, 0)):
+            try:
+                call()
+            except OSError:
+                pass
+
+
+def timer_running(pid):
+    return os.path.exists('/proc/%d' % pid) and 'sleep' in open('/proc/%d/cmdline' % pid).read()
+
+
+def control_run(run_module, host, **extra):
+    """present with the Ansible connection coming in over ens4.20, whose parent ens4 changes its rings."""
     host.ssh_client = '198.18.0.2'
-    result = run_module(nic_settings.main, args(host, peers=['198.18.0.2']))
-    assert result['rc'] == 1 and host.sets == []
-    assert result['msg'] == (
-        'Refusing to change the rings of ens4: ens4 is the parent of vlan ens4.20, which carries the Ansible control '
-        'connection (SSH from 198.18.0.2). A ring change resets the link of many NICs, which can cut the Ansible '
-        'connection (there is no commit-confirm timer for a NIC reset). For this host set nic_interfaces (leave '
-        'the interface out: list only the interfaces to tune) or nic_rings=keep (the module\'s interfaces and rings '
-        'options). Nothing was changed.')
-    host.ssh_client = None
-    result = run_module(nic_settings.main, args(host, interfaces=['ens4'], control_hosts=['198.18.0.1']))
-    assert result['rc'] == 1 and ('ens4 is the parent of vlan ens4.20, which holds 198.18.0.1, the address Ansible '
-                                  'connects to.' in result['msg'])
-    # coalescing and txqueuelen reset no link: only the rings are kept
-    kept = run_module(nic_settings.main, args(host, interfaces=['ens4'], control_hosts=['198.18.0.1'], rings='keep'))
-    assert kept['rc'] == 0 and kept['interfaces']['ens4']['txqueuelen']['status'] == 'changed'
+    return run_module(nic_settings.main, args(host, peers=['198.18.0.2'], commit_method='process', **extra))
+
+
+def test_a_ring_change_on_the_control_interface_goes_under_the_timer(run_module, host, timer):
+    result = control_run(run_module, host)
+    assert result['rc'] == 0 and result['changed'] is True, result
+    assert rings(host, 'ens4') == (4096, 4096, 4096, 4096)
+    assert 'under the commit-confirm timer (ens4 is the parent of vlan ens4.20, which carries the Ansible control ' \
+           'connection (SSH from 198.18.0.2))' in result['interfaces']['ens4']['rings']['reason']
+    commit = result['commit']
+    assert commit['state'] == 'pending' and commit['method'] == 'process' and commit['timeout'] == 120
+    assert commit['restores'] == 'ens4 rx 256 tx 256'
+    assert commit['changes'] == [{'interface': 'ens4', 'before': {'rx': 256, 'tx': 256},
+                                  'after': {'rx': 4096, 'tx': 4096}}]
+    assert timer_running(timer[0])
+    # the files wait for the confirmation: a timer that puts the rings back must leave no .link file saying 4096
+    assert result['files'] and not os.path.exists(host.link_dir)
+    assert 'under the commit-confirm timer: unless state=confirmed runs within 120 s' in result['summary']
+    script = open(os.path.join(host.run_dir, 'nic-%s.py' % commit['token'])).read()
+    assert '"ens4 rx 256 tx 256"' in script and 'def set_rings(name, rx, tx):' in script
+    # another run before the confirmation changes nothing and says what to do
+    again = control_run(run_module, host)
+    assert again['rc'] == 1 and again['msg'].startswith(
+        'The ring change %s (ens4 rx 256 tx 256 -> rx 4096 tx 4096) is still waiting for its confirmation: run '
+        'state=confirmed to keep it or state=reverted to put the rings back' % commit['token']), again['msg']
+    confirmed = run_module(nic_settings.main, args(host, state='confirmed'))
+    assert confirmed['rc'] == 0 and confirmed['outcome'] == 'confirmed' and confirmed['changed'] is True
+    assert confirmed['files'] == result['files'] and os.path.exists(result['interfaces']['ens4']['persist']['after'])
+    assert 'RxBufferSize=4096' in open(result['interfaces']['ens4']['persist']['after']).read()
+    assert not timer_running(timer[0]) and os.listdir(host.run_dir) == []
+    assert 'pending' not in read_record(host)
+    assert control_run(run_module, host)['changed'] is False
+    assert run_module(nic_settings.main, args(host, state='confirmed'))['outcome'] is None
+
+
+def test_check_mode_names_the_timer_and_arms_nothing(run_module, host, timer):
+    result = control_run(run_module, host, _ansible_check_mode=True)
+    assert result['rc'] == 0 and result['changed'] is True and 'commit' not in result
+    assert 'under the commit-confirm timer' in result['interfaces']['ens4']['rings']['reason']
+    assert timer == [] and host.sets == []
+
+
+def test_absent_takes_the_timers_log_with_the_record(run_module, host, timer):
+    control_run(run_module, host)
+    run_module(nic_settings.main, args(host, state='reverted'))
+    assert read_record(host) and os.path.exists(os.path.join(host.state_dir, 'nic-reverts.log'))
+    assert run_module(nic_settings.main, args(host, state='absent', _ansible_check_mode=True))['changed'] is True
+    assert run_module(nic_settings.main, args(host, state='absent'))['changed'] is True
+    assert not os.path.exists(host.state_dir)
+    assert run_module(nic_settings.main, args(host, state='absent'))['changed'] is False
+
+
+def test_not_confirmed_the_module_puts_the_rings_back(run_module, host, timer):
+    result = control_run(run_module, host)
+    reverted = run_module(nic_settings.main, args(host, state='reverted'))
+    assert reverted['rc'] == 0 and reverted['outcome'] == 'restored_by_module', reverted
+    assert reverted['summary'] == ('the ring change %s was not confirmed; put back ens4 rx 256 tx 256 now'
+                                   % result['commit']['token'])
+    assert rings(host, 'ens4') == (256, 4096, 256, 4096)
+    assert not timer_running(timer[0]) and not os.path.exists(host.link_dir)
+    log = [json.loads(line) for line in open(os.path.join(host.state_dir, 'nic-reverts.log'))]
+    assert log[-1]['by'] == 'module' and log[-1]['token'] == result['commit']['token']
+    # a confirmation that comes after is too late, and says so
+    assert run_module(nic_settings.main, args(host, state='confirmed'))['outcome'] is None
+
+
+def test_the_timer_put_the_rings_back_before_the_confirmation(run_module, host, timer):
+    result = control_run(run_module, host)
+    token = result['commit']['token']
+    # what the timer's script does: claim the decision, put the rings back, log
+    os.mkdir(os.path.join(host.run_dir, 'nic-%s.decided' % token))
+    open(os.path.join(host.run_dir, 'nic-%s.decided' % token, 'by'), 'w').write('timer\n')
+    ethtool.set_rings('ens4', 256, 256)
+    late = run_module(nic_settings.main, args(host, state='confirmed'))
+    assert late['rc'] == 1 and late['outcome'] == 'restored_by_timer'
+    assert late['msg'].startswith('Too late: the commit-confirm timer of the ring change %s put back ens4 rx 256 tx '
+                                  '256 at an unknown time, 120 s after the change' % token), late['msg']
+    assert not os.path.exists(host.link_dir) and 'pending' not in read_record(host)
+    # the next run plans again from what the host has, under a new timer
+    again = control_run(run_module, host)
+    assert again['rc'] == 0 and again['commit']['token'] != token
+
+
+def test_a_timer_decision_seen_by_the_next_run_is_warned_and_planned_again(run_module, host, timer):
+    result = control_run(run_module, host)
+    token = result['commit']['token']
+    os.mkdir(os.path.join(host.run_dir, 'nic-%s.decided' % token))
+    ethtool.set_rings('ens4', 256, 256)
+    again = control_run(run_module, host)
+    assert again['rc'] == 0 and again['commit']['token'] != token
+    assert any('The ring change %s was not confirmed: the commit-confirm timer put back ens4 rx 256 tx 256' % token
+               in warning for warning in again['warning_msgs']), again
+
+
+def test_after_the_timer_put_back_a_later_change_the_rollback_still_reaches_the_original(run_module, host, timer):
+    """Confirmed at 4096, then 4096 -> 1024 put back to 4096 by the timer: the module's own value is 4096 again, so
+    the rollback puts back 256 instead of leaving 4096 as someone else's."""
+    control_run(run_module, host)
+    run_module(nic_settings.main, args(host, state='confirmed'))
+    lower = control_run(run_module, host, rings='1024')
+    assert lower['commit']['restores'] == 'ens4 rx 4096 tx 4096' and rings(host, 'ens4')[0] == 1024
+    os.mkdir(os.path.join(host.run_dir, 'nic-%s.decided' % lower['commit']['token']))
+    ethtool.set_rings('ens4', 4096, 4096)
+    assert run_module(nic_settings.main, args(host, state='reverted'))['outcome'] == 'restored_by_timer'
+    result = run_module(nic_settings.main, args(host, state='absent'))
+    assert result['rc'] == 0 and not result['warning_msgs'] and rings(host, 'ens4') == (256, 4096, 256, 4096)
+    assert not os.path.exists(host.state_dir)       # the record and the timer's log
+
+
+def test_absent_puts_a_pending_change_back_first(run_module, host, timer):
+    control_run(run_module, host)
+    result = run_module(nic_settings.main, args(host, state='absent'))
+    assert result['rc'] == 0 and rings(host, 'ens4') == (256, 4096, 256, 4096)
+    assert not os.path.exists(os.path.join(host.state_dir, 'nic_settings.json'))
+    assert not timer_running(timer[0])
+
+
+def test_absent_puts_the_control_interface_rings_back_without_a_timer(run_module, host, timer):
+    control_run(run_module, host)
+    run_module(nic_settings.main, args(host, state='confirmed'))
+    result = run_module(nic_settings.main, args(host, state='absent', control_hosts=['198.18.0.1']))
+    assert result['rc'] == 0 and rings(host, 'ens4') == (256, 4096, 256, 4096) and len(timer) == 1
+
+
+def test_a_failure_after_arming_disarms_the_timer(run_module, host, timer):
+    host.fail[('ens4', ethtool.ETHTOOL_SCOALESCE)] = errno.EIO
+    result = control_run(run_module, host)
+    assert result['rc'] == 1 and 'Put back what this run had changed: ens4 rings rx 256 tx 256.' in result['msg']
+    assert rings(host, 'ens4') == (256, 4096, 256, 4096)
+    assert not timer_running(timer[0]) and os.listdir(host.run_dir) == []
+    assert not os.path.exists(os.path.join(host.state_dir, 'nic_settings.json'))
+
+
+def test_coalescing_and_txqueuelen_on_the_control_interface_need_no_timer(run_module, host, timer):
+    kept = control_run(run_module, host, rings='keep')
+    assert kept['rc'] == 0 and 'commit' not in kept and timer == []
+    assert kept['interfaces']['ens4']['txqueuelen']['status'] == 'changed'
     assert kept['interfaces']['ens4']['coalescing']['status'] == 'changed'
-    assert run_module(nic_settings.main, args(host, interfaces=['ens3'], control_hosts=[]))['rc'] == 0
+
+
+def test_the_timer_script_claims_puts_back_and_logs(tmp_path):
+    """The script the timer runs, for real: it carries the module's own ioctl code; an interface that is not there
+    makes the ioctl fail (nothing is changed on this machine), which the record shows; a second run backs off."""
+    decided, log = tmp_path / 'decided', tmp_path / 'nic-reverts.log'
+    script = tmp_path / 'nic.py'
+    script.write_text(commit.revert_script('t-1', [('bdp-none0', {'rx': 1, 'tx': 1}, {'rx': 256, 'tx': 512})],
+                                           str(decided), str(log), 0))
+    first = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=False)
+    assert first.returncode == 1, first.stderr
+    assert (decided / 'by').read_text() == 'timer\n'
+    record = json.loads(log.read_text())
+    assert (record['token'], record['by'], record['rc'], record['failed'], record['restored']) == (
+        't-1', 'timer', 1, 'bdp-none0', 'bdp-none0 rx 256 tx 512')
+    second = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=False)
+    assert second.returncode == 0 and len(log.read_text().splitlines()) == 1
 
 
 def test_a_failing_set_puts_back_the_one_before(run_module, host):
