@@ -94,7 +94,8 @@ INT_RANGES = {
     'jumbo_mtu_proof_port': (_checks.PORT_MIN, _checks.PORT_MAX, _checks.port_help(default=45219)),
     'jumbo_mtu_confirm_timeout': (10, None, 'a whole number of seconds, 10 or more (default 180); the whole play '
                                             'must fit in it'),
-    'nic_confirm_timeout': (10, None, 'a whole number of seconds, 10 or more (default 120)'),
+    'nic_confirm_timeout': (10, None, 'a whole number of seconds, 10 or more (default 120); the settings task on '
+                                      'every host of the batch and the confirmations must fit in it'),
     'wan_tune_max_fail_percentage': (0, 100, 'a whole percentage from 0 to 100 (default 100: a batch goes on while '
                                              'any of its hosts succeeds)'),
     'rsync_daemon_port': (_checks.PORT_MIN, _checks.PORT_MAX, _checks.port_help(default=_rsyncd.PORT)),

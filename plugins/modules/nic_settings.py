@@ -44,8 +44,9 @@ description:
     On the interface the Ansible connection uses (and the devices below it), rings change only under the
     commit-confirm timer M(bdp.wan_tune.link_mtu) uses: the timer is armed before the change and, unless
     O(state=confirmed) arrives within O(confirm_timeout) seconds over a new connection, puts the rings back by
-    itself (a Python script with the same ioctl, no ethtool program); the files are written only on
-    confirmation. Before any change, the module refuses to change rings on any interface while a migration of
+    itself (a Python script with the same ioctl, no ethtool program); the files (C(.link) and tmpfiles.d) are
+    written only on confirmation. The task that sets the rings on every host of the batch and the confirmations
+    must fit in O(confirm_timeout). Before any change, the module refuses to change rings on any interface while a migration of
     this collection runs or an rsync daemon transfer (TCP ports O(transfer_ports)) is established. Coalescing
     changes write interrupt registers and are neither refused nor timed."
   - Everything a change replaces is recorded in O(state_dir); O(state=absent) puts back every recorded value and
@@ -58,7 +59,8 @@ options:
       - V(present) plans, checks, changes and persists; a ring change on the control connection's interface is
         left pending under the commit-confirm timer (RV(commit)), its files unwritten until V(confirmed).
       - V(confirmed) disarms the timer of the pending ring change and writes its files; fails if the timer has
-        already put the rings back.
+        already put the rings back. A decision taken by a confirmation cut short is finished (the files written)
+        by the next call of any state.
       - V(reverted) puts the rings of a pending change back now (or reports that the timer did); used when the
         confirmation did not get through.
       - V(absent) puts back every value recorded before the first change (a value someone else changed since is
@@ -246,9 +248,9 @@ commit:
            timeout: 120, deadline: 1795709523.1, state: pending,
            changes: [{interface: ens4, before: {rx: 256, tx: 256}, after: {rx: 4096, tx: 4096}}]}
 outcome:
-  description: How the pending ring change ended (V(confirmed), V(restored_by_timer), V(restored_by_module)), or
-    null when none was pending.
-  returned: when state is confirmed or reverted
+  description: How the pending ring change ended (V(confirmed), V(restored_by_timer), V(restored_by_module),
+    V(restored_by_reboot)), or null when none was pending.
+  returned: when state is confirmed or reverted, or absent with a pending change
   type: str
   sample: confirmed
 check_mode:
@@ -259,7 +261,6 @@ check_mode:
 
 import os
 import random
-import shutil
 import time
 
 from ansible.module_utils.basic import AnsibleModule
@@ -307,14 +308,21 @@ class NicSettings(object):
         self.ifnames = {}           # {ifindex: interface}
         self.persisted = {}         # {interface: the txqueuelen ours keeps in its .link file while not applicable}
         self.timer = commit.RingTimer(module, self.p['state_dir'])
-        self.armed = None           # the commit-confirm timer armed by this call, until the change is made
+        self.armed = None           # the commit-confirm timer armed by this call
+        self.applied = False        # this call's changes are made (and not put back)
+        self.undone = None          # a failure put back this call's changes: True, or False when some could not be
 
     def fail(self, msg):
-        if self.armed and self.timer.claim(self.armed, 'module'):
-            self.timer.disarm(self.armed)       # the failure put the rings back itself: no timer to leave behind
-            shutil.rmtree(self.armed['decided'], ignore_errors=True)
-            self.record.data.pop('pending', None)
-            save(self.record)
+        if self.armed:
+            back = self.undone if self.undone is not None else not self.applied
+            if back and self.timer.claim(self.armed, 'module'):
+                self.timer.disarm(self.armed)       # the rings are as before: no timer to leave behind
+                self.record.data.pop('pending', None)
+                save(self.record)
+            elif not back:
+                msg += (' The rings of %s stay as changed, under the commit-confirm timer, which puts them back '
+                        'within %d s unless state=confirmed runs (state=reverted puts them back now).'
+                        % (', '.join(name for name, _b, _a in self.armed['changes']), self.p['confirm_timeout']))
         self.module.fail_json(msg=msg, **self.result)
 
     def run_ip(self, args, check=True):
@@ -443,11 +451,17 @@ def present(ns):
         if timed:
             arm(ns, plan, [name for name, _why in timed])
         changes.apply()         # first: a setting the driver refuses is not persisted
+        ns.applied = True
         if ns.armed and not any(plan[name]['rings']['status'] == 'changed' for name, _why in timed):
             ns.timer.claim(ns.armed, 'module')      # the driver refused or kept them: nothing to confirm
-            end_pending(ns, ns.armed)
+            end_pending(ns, ns.armed, ())
             ns.armed = None
-    persist_plan(ns, plan, links, opts, governor, found)
+    try:
+        persist_plan(ns, plan, links, opts, governor, found)
+    except Exception as exc:  # pylint: disable=broad-except
+        if not ns.applied:
+            raise
+        changes.failed('planning the persistence files', exc)
     ns.result['diff'] = [{'before': changes.describe('before'), 'after': changes.describe('after'),
                           'before_header': 'NIC settings', 'after_header': 'NIC settings'}] + ns.diffs
     ns.result['files'] = [path for path, _text in ns.writes]
@@ -495,35 +509,88 @@ def arm(ns, plan, names):
 
 
 def settle_pending(ns):
-    """A ring change still pending from an earlier call: one the timer (or a reboot) ended is forgotten, with a
-    warning; one still waiting for its confirmation stops this call."""
+    """A ring change still pending from an earlier call: one already decided (by the timer, a reboot, or a
+    confirmation or put-back cut short) is finished, with a warning; one still waiting for its confirmation stops
+    this call."""
     pending = ns.record.data.get('pending')
     if not pending:
         return
-    if not ns.timer.stale(pending) and ns.timer.decided_by(pending) is None:
+    by = decided(ns, pending)
+    if by == 'waiting':
         ns.fail('The ring change %s (%s) is still waiting for its confirmation: run state=confirmed to keep it or '
                 'state=reverted to put the rings back, then run again. Nothing was changed.'
                 % (pending['token'], ', '.join('%s %s -> %s' % (name, settings.show(before), settings.show(after))
                                                for name, before, after in pending['changes'])))
+    if ns.module.check_mode:
+        ns.module.warn('The ring change %s was decided (%s) but not finished; a run outside check mode finishes it.'
+                       % (pending['token'], by or 'a reboot'))
+        return
+    _outcome, summary = finish(ns, pending, by)
+    ns.writes, ns.pending_sources = [], {}      # this run plans its own
+    ns.module.warn('%s%s; this run plans again from what the host has.' % (summary[0].upper(), summary[1:]))
+
+
+def decided(ns, pending):
+    """Who decided the pending change: 'confirmed', 'module', 'timer', None (a reboot), or 'waiting'."""
+    if ns.timer.stale(pending):
+        return None
+    return ns.timer.decided_by(pending) or 'waiting'
+
+
+def finish(ns, pending, by):
+    """End the pending change ``by`` its decision: the confirmation ('confirmed': the files are written), the
+    module ('module': the rings are put back now), the timer ('timer') or a reboot (None), which put them back.
+    Returns (outcome, summary)."""
+    token, restores = pending['token'], commit.restored_text(pending['revert_steps'])
+    names = [name for name, _before, _after in pending['changes']]
+    if by == 'confirmed':
+        ns.writes = [tuple(item) for item in pending.get('writes', [])]
+        ns.pending_sources = pending.get('sources', {})
+        end_pending(ns, pending, ())
+        ns.result['files'] = [path for path, _text in ns.writes]
+        if ns.writes:
+            try:
+                write_files(ns)
+            except Exception as exc:  # pylint: disable=broad-except
+                ns.fail('The ring change %s is confirmed and its rings stay, but writing its files failed: %s. Run '
+                        'again to write them.' % (token, exc))
+        return 'confirmed', 'the ring change %s is confirmed; %d file(s) written' % (token, len(ns.writes))
+    if by == 'module':
+        restored, errors = ns.timer.restore(pending['revert_steps'])
+        end_pending(ns, pending, list(restored))
+        ns.timer.log_revert(token, 'module', {'rings': restores})
+        if errors:
+            ns.fail('The ring change %s was not confirmed, and putting back %s failed: %s. Those rings stay as the '
+                    'change set them, recorded as this module\'s own: state=absent puts back the original.'
+                    % (token, restores, '; '.join(errors)))
+        return 'restored_by_module', 'the ring change %s was not confirmed; put back %s now' % (token, restores)
     end = ns.timer.outcome(pending)
-    ns.module.warn('The ring change %s was not confirmed: %s put back %s; this run plans again from what the host '
-                   'has.' % (pending['token'], 'the commit-confirm timer' if end['state'] == 'restored_by_timer'
-                             else 'a reboot', commit.restored_text(pending['revert_steps'])))
-    if not ns.module.check_mode:
-        end_pending(ns, pending)
+    record = end['record'] or {}
+    failed = (record.get('failed') or '').split() if record.get('rc') else []
+    end_pending(ns, pending, [name for name in names if name not in failed], disarm=by is None)
+    summary = 'the ring change %s was not confirmed; %s put back %s' % (
+        token, 'the commit-confirm timer' if by == 'timer' else 'a reboot', restores)
+    if by == 'timer':
+        summary += ' at %s' % ended_at(end)
+    if failed:
+        summary += (' (but could not put back the rings of %s, which stay as the change set them, recorded as this '
+                    'module\'s own: state=absent puts back the original)' % ', '.join(failed))
+    return ('restored_by_timer' if by == 'timer' else 'restored_by_reboot'), summary
 
 
-def end_pending(ns, pending, kept=False):
-    """Forget the pending change: disarm its timer, remove its decision marker, save the record.  Unless it is
-    ``kept`` (confirmed), the rings it set were put back: this module's own value is again the one before it, so
-    that a rollback puts back the original and follows no value someone else set."""
-    if not kept:
-        applied = ns.record.data.setdefault(APPLIED, {})
-        for name, before, _after in pending['changes']:
+def end_pending(ns, pending, put_back, disarm=True):
+    """Forget the pending change and save the record.  The interfaces ``put_back`` are at the rings from before
+    the change again, so this module's own value is that one again (a rollback then puts back the original and
+    leaves no value someone else set).  ``disarm``: stop the timer (not the timer's own script while it runs).
+    The decision marker stays in the run directory (cleared at boot), so that a timer that fires late backs
+    off."""
+    applied = ns.record.data.setdefault(APPLIED, {})
+    for name, before, _after in pending['changes']:
+        if name in put_back:
             applied['rings:' + name] = before
             ns.record.data.get(SETTLED, {}).pop('rings:' + name, None)
-    ns.timer.disarm(pending)
-    shutil.rmtree(pending['decided'], ignore_errors=True)
+    if disarm:
+        ns.timer.disarm(pending)
     ns.record.data.pop('pending', None)
     save(ns.record)
 
@@ -552,24 +619,14 @@ def confirmed(ns):
     pending = pending_change(ns, 'no pending ring change to confirm', 'would confirm the ring change %s')
     if not pending:
         return
-    if ns.timer.stale(pending) or not ns.timer.claim(pending, 'confirmed'):
-        end = ns.timer.outcome(pending)
-        end_pending(ns, pending)
-        ns.result['outcome'] = end['state']
-        at = ended_at(end)
-        ns.fail('Too late: the commit-confirm timer of the ring change %s put back %s at %s, %d s after the change, '
-                'before this confirmation; nothing was persisted. If the control connection was fine, raise '
-                'confirm_timeout (nic_confirm_timeout in the role).'
-                % (pending['token'], commit.restored_text(pending['revert_steps']), at, pending['timeout']))
-    ns.writes = [tuple(item) for item in pending.get('writes', [])]
-    ns.pending_sources = pending.get('sources', {})
-    end_pending(ns, pending, kept=True)
-    if ns.writes:
-        write_files(ns)
-    ns.result.update(changed=True, outcome='confirmed', files=[path for path, _text in ns.writes])
-    ns.result['commit']['state'] = 'confirmed'
-    ns.result['summary'] = 'confirmed the ring change %s; the timer is disarmed; %d file(s) written' % (
-        pending['token'], len(ns.writes))
+    by = 'confirmed' if not ns.timer.stale(pending) and ns.timer.claim(pending, 'confirmed') else decided(ns, pending)
+    outcome, summary = finish(ns, pending, by)
+    ns.result.update(changed=True, outcome=outcome, summary=summary)
+    ns.result['commit']['state'] = outcome
+    if outcome != 'confirmed':
+        ns.fail('Too late: %s, before this confirmation (the timer was armed for %d s); nothing was persisted. If the '
+                'control connection was fine, raise confirm_timeout (nic_confirm_timeout in the role).'
+                % (summary, pending['timeout']))
 
 
 def reverted(ns):
@@ -577,24 +634,10 @@ def reverted(ns):
     pending = pending_change(ns, 'no pending ring change', 'would put back the rings of change %s')
     if not pending:
         return
-    restores = commit.restored_text(pending['revert_steps'])
-    if not ns.timer.stale(pending) and ns.timer.claim(pending, 'module'):
-        _restored, errors = ns.timer.restore(pending['revert_steps'])
-        end_pending(ns, pending)
-        ns.timer.log_revert(pending['token'], 'module', {'rings': restores})
-        if errors:
-            ns.fail('The ring change %s was not confirmed, and putting back %s failed: %s. The record keeps the '
-                    'originals; state=absent retries.' % (pending['token'], restores, '; '.join(errors)))
-        ns.result.update(changed=True, outcome='restored_by_module')
-        ns.result['summary'] = 'the ring change %s was not confirmed; put back %s now' % (pending['token'], restores)
-        return
-    end = ns.timer.outcome(pending)
-    end_pending(ns, pending)
-    at = ended_at(end)
-    ns.result.update(outcome=end['state'], record=end['record'])
-    ns.result['summary'] = ('the ring change %s was not confirmed; %s put back %s at %s'
-                            % (pending['token'], 'the commit-confirm timer' if end['state'] == 'restored_by_timer'
-                               else 'a reboot', restores, at))
+    by = 'module' if not ns.timer.stale(pending) and ns.timer.claim(pending, 'module') else decided(ns, pending)
+    outcome, summary = finish(ns, pending, by)
+    ns.result.update(changed=True, outcome=outcome, summary=summary)
+    ns.result['commit']['state'] = outcome
 
 
 # ------------------------------------------------------------------------------------------------ persistence
@@ -781,18 +824,25 @@ def put_file(ns, path, text):
 
 # ------------------------------------------------------------------------------------------------ the other states
 
+def ring_changes(names):
+    """A plan of ring changes on ``names``, for the guard."""
+    return dict((name, dict((key, {'status': 'changed'}) for key in RESETS)) for name in names)
+
+
 def absent(ns):
     """Put back every recorded value and file, then forget the record.  A pending ring change is put back first.
     The rings the NIC had before are a known-good state (the timer would put them back too), so they need no timer;
     only a running transfer stops them."""
-    if ns.record.data.get('pending') and not ns.module.check_mode:
-        reverted(ns)
+    pending = ns.record.data.get('pending')
+    if pending:
+        ns.guard(ring_changes(name for name, _b, _a in pending['changes']), mtuplan.links(ns.run_ip), control=False)
+        if not ns.module.check_mode:
+            reverted(ns)
     changes = Changes(ns, {}, None, {}, {})
     steps = changes.restore_steps()
     if any(step[1] in RESETS for step in steps):
-        plan = dict((step[0], dict((key, {'status': 'changed' if key == step[1] else 'ok'}) for key in RESETS))
-                    for step in steps if step[1] in RESETS)
-        ns.guard(plan, mtuplan.links(ns.run_ip), control=False)
+        ns.guard(ring_changes(step[0] for step in steps if step[1] in RESETS), mtuplan.links(ns.run_ip),
+                 control=False)
     for path, saved in sorted(ns.record.data.get('files', {}).items()):
         if files.read_text(path) != saved.get('content'):
             ns.writes.append((path, saved.get('content')))

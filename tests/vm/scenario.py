@@ -193,7 +193,7 @@ class RealHost(object):
         output, changed = self.run(host, '-e', 'rate=1g rtt=98')
         assert changed > 0
         # the change the timer ended is forgotten, with a warning; the rings stay as the timer put them
-        assert 'was not confirmed: the commit-confirm timer put back %s rx 4096 tx 4096' % host.fast_nic in output
+        assert 'was not confirmed; the commit-confirm timer put back %s rx 4096 tx 4096' % host.fast_nic in output
         assert 'pending' not in self.nic_record(host)
         self.assert_tuned(host, 98000000)
 

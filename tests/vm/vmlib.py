@@ -182,7 +182,7 @@ class VM(object):
                 # user network, isolated (restrict=on), carries no test traffic but, for the steps that connect
                 # through it (fast_port), the Ansible connection, so that its ring change goes under the timer
                 '-netdev', 'user,id=n2,restrict=on,net=%s,host=%s,hostfwd=tcp:127.0.0.1:%d-%s:22' % (
-                    FAST_NET, FAST_NET_HOST, self.fast_port, FAST_NIC_ADDRESS.split('/')[0]),
+                    FAST_NET, FAST_NET_HOST, self.fast_port, FAST_NIC_ADDRESS.split('/', maxsplit=1)[0]),
                 '-device', 'e1000e,netdev=n2,mac=%s' % FAST_NIC_MAC]
         if self.wan:
             tap, host_addr, _guest, queues = self.wan

@@ -243,6 +243,7 @@ class Changes(Setters):
         if not errors:
             self.owner.record.data = self.saved
         save(self.owner.record)
+        self.owner.undone = not errors
         self.owner.fail('%s failed: %s. %s%s' % (
             key.replace(':', ' of ', 1), exc,
             'Put back what this run had changed: %s.' % '; '.join(back) if back else 'Nothing else had changed.',

@@ -417,6 +417,19 @@ def timer_running(pid):
     return os.path.exists('/proc/%d' % pid) and 'sleep' in open('/proc/%d/cmdline' % pid).read()
 
 
+def run_files(host):
+    """What the run directory holds besides the decision markers (which stay until boot, so that a timer that fires
+    late backs off)."""
+    return [name for name in os.listdir(host.run_dir) if not name.endswith('.decided')]
+
+
+def decide(host, token, by):
+    """What the timer's script (by='timer') or a call cut short does first: take the decision."""
+    os.mkdir(os.path.join(host.run_dir, 'nic-%s.decided' % token))
+    with open(os.path.join(host.run_dir, 'nic-%s.decided' % token, 'by'), 'w') as handle:
+        handle.write(by + '\n')
+
+
 def control_run(run_module, host, **extra):
     """present with the Ansible connection coming in over ens4.20, whose parent ens4 changes its rings."""
     host.ssh_client = '198.18.0.2'
@@ -449,7 +462,7 @@ def test_a_ring_change_on_the_control_interface_goes_under_the_timer(run_module,
     assert confirmed['rc'] == 0 and confirmed['outcome'] == 'confirmed' and confirmed['changed'] is True
     assert confirmed['files'] == result['files'] and os.path.exists(result['interfaces']['ens4']['persist']['after'])
     assert 'RxBufferSize=4096' in open(result['interfaces']['ens4']['persist']['after']).read()
-    assert not timer_running(timer[0]) and os.listdir(host.run_dir) == []
+    assert not timer_running(timer[0]) and run_files(host) == []
     assert 'pending' not in read_record(host)
     assert control_run(run_module, host)['changed'] is False
     assert run_module(nic_settings.main, args(host, state='confirmed'))['outcome'] is None
@@ -495,8 +508,9 @@ def test_the_timer_put_the_rings_back_before_the_confirmation(run_module, host, 
     ethtool.set_rings('ens4', 256, 256)
     late = run_module(nic_settings.main, args(host, state='confirmed'))
     assert late['rc'] == 1 and late['outcome'] == 'restored_by_timer'
-    assert late['msg'].startswith('Too late: the commit-confirm timer of the ring change %s put back ens4 rx 256 tx '
-                                  '256 at an unknown time, 120 s after the change' % token), late['msg']
+    assert late['msg'].startswith('Too late: the ring change %s was not confirmed; the commit-confirm timer put back '
+                                  'ens4 rx 256 tx 256 at an unknown time, before this confirmation (the timer was '
+                                  'armed for 120 s); nothing was persisted.' % token), late['msg']
     assert not os.path.exists(host.link_dir) and 'pending' not in read_record(host)
     # the next run plans again from what the host has, under a new timer
     again = control_run(run_module, host)
@@ -510,8 +524,8 @@ def test_a_timer_decision_seen_by_the_next_run_is_warned_and_planned_again(run_m
     ethtool.set_rings('ens4', 256, 256)
     again = control_run(run_module, host)
     assert again['rc'] == 0 and again['commit']['token'] != token
-    assert any('The ring change %s was not confirmed: the commit-confirm timer put back ens4 rx 256 tx 256' % token
-               in warning for warning in again['warning_msgs']), again
+    assert any('The ring change %s was not confirmed; the commit-confirm timer put back ens4 rx 256 tx 256' % token
+               in warning for warning in again['warning_msgs']), again['warning_msgs']
 
 
 def test_after_the_timer_put_back_a_later_change_the_rollback_still_reaches_the_original(run_module, host, timer):
@@ -527,6 +541,81 @@ def test_after_the_timer_put_back_a_later_change_the_rollback_still_reaches_the_
     result = run_module(nic_settings.main, args(host, state='absent'))
     assert result['rc'] == 0 and not result['warning_msgs'] and rings(host, 'ens4') == (256, 4096, 256, 4096)
     assert not os.path.exists(host.state_dir)       # the record and the timer's log
+
+
+def test_a_failure_after_the_change_puts_everything_back_and_disarms(run_module, host, timer, monkeypatch):
+    def broken(*_args):
+        raise RuntimeError('udevadm went away')
+    monkeypatch.setattr(nic_settings, 'persist_plan', broken)
+    result = control_run(run_module, host)
+    assert result['rc'] == 1 and result['msg'].startswith(
+        'planning the persistence files failed: udevadm went away. Put back what this run had changed:'), result['msg']
+    assert rings(host, 'ens4') == (256, 4096, 256, 4096) and not timer_running(timer[0]) and run_files(host) == []
+    assert not os.path.exists(os.path.join(host.state_dir, 'nic_settings.json'))
+
+
+def test_a_failure_that_cannot_put_the_rings_back_leaves_the_timer(run_module, host, timer):
+    host.fail[('ens4', ethtool.ETHTOOL_SCOALESCE)] = errno.EIO
+    real_set = ethtool.set_rings
+
+    def set_rings(name, rx, tx):
+        if (rx, tx) == (256, 256):
+            raise OSError(errno.EIO, 'Input/output error')
+        real_set(name, rx, tx)
+    ethtool.set_rings = set_rings
+    try:
+        result = control_run(run_module, host)
+    finally:
+        ethtool.set_rings = real_set
+    assert result['rc'] == 1 and 'Could not put back' in result['msg'], result['msg']
+    assert result['msg'].endswith('The rings of ens4 stay as changed, under the commit-confirm timer, which puts them '
+                                  'back within 120 s unless state=confirmed runs (state=reverted puts them back now).')
+    assert timer_running(timer[0]) and read_record(host)['pending']['token']
+    reverted = run_module(nic_settings.main, args(host, state='reverted'))
+    assert reverted['outcome'] == 'restored_by_module' and rings(host, 'ens4') == (256, 4096, 256, 4096)
+
+
+def test_a_put_back_that_fails_keeps_the_rings_as_the_modules_own(run_module, host, timer):
+    control_run(run_module, host)
+    host.fail[('ens4', ethtool.ETHTOOL_SRINGPARAM)] = errno.EIO
+    result = run_module(nic_settings.main, args(host, state='reverted'))
+    assert result['rc'] == 1 and result['msg'].startswith('The ring change ') and (
+        'Those rings stay as the change set them, recorded as this module\'s own: state=absent puts back the '
+        'original.' in result['msg']), result['msg']
+    absent = run_module(nic_settings.main, args(host, state='absent'))
+    assert absent['rc'] == 0 and not absent['warning_msgs'] and rings(host, 'ens4') == (256, 4096, 256, 4096)
+
+
+def test_a_timer_that_could_not_put_back_says_so_and_the_rollback_still_does(run_module, host, timer):
+    token = control_run(run_module, host)['commit']['token']
+    decide(host, token, 'timer')
+    with open(os.path.join(host.state_dir, 'nic-reverts.log'), 'a') as handle:
+        handle.write(json.dumps({'token': token, 'by': 'timer', 'at': 1795000000, 'restored': 'ens4 rx 256 tx 256',
+                                 'rc': 1, 'failed': 'ens4'}) + '\n')
+    late = run_module(nic_settings.main, args(host, state='confirmed'))
+    assert late['rc'] == 1 and ('(but could not put back the rings of ens4, which stay as the change set them, '
+                                'recorded as this module\'s own: state=absent puts back the original)' in late['msg'])
+    absent = run_module(nic_settings.main, args(host, state='absent'))
+    assert absent['rc'] == 0 and not absent['warning_msgs'] and rings(host, 'ens4') == (256, 4096, 256, 4096)
+
+
+def test_a_confirmation_cut_short_is_finished_not_undone(run_module, host, timer):
+    result = control_run(run_module, host)
+    decide(host, result['commit']['token'], 'confirmed')      # it took the decision, then its task timed out
+    reverted = run_module(nic_settings.main, args(host, state='reverted'))
+    assert reverted['rc'] == 0 and reverted['outcome'] == 'confirmed', reverted
+    assert rings(host, 'ens4') == (4096, 4096, 4096, 4096)
+    assert os.path.exists(result['interfaces']['ens4']['persist']['after'])
+    assert control_run(run_module, host)['changed'] is False
+
+
+def test_absent_with_a_pending_change_during_a_transfer_changes_nothing(run_module, host, timer):
+    result = control_run(run_module, host)
+    host.write(os.path.join(host.proc, 'net', 'tcp'), TCP_HEADER + TCP_LISTEN + TCP_RSYNC)
+    absent = run_module(nic_settings.main, args(host, state='absent'))
+    assert absent['rc'] == 1 and 'while an rsync daemon transfer' in absent['msg']
+    assert rings(host, 'ens4') == (4096, 4096, 4096, 4096) and timer_running(timer[0])
+    assert read_record(host)['pending']['token'] == result['commit']['token']
 
 
 def test_absent_puts_a_pending_change_back_first(run_module, host, timer):
@@ -549,7 +638,7 @@ def test_a_failure_after_arming_disarms_the_timer(run_module, host, timer):
     result = control_run(run_module, host)
     assert result['rc'] == 1 and 'Put back what this run had changed: ens4 rings rx 256 tx 256.' in result['msg']
     assert rings(host, 'ens4') == (256, 4096, 256, 4096)
-    assert not timer_running(timer[0]) and os.listdir(host.run_dir) == []
+    assert not timer_running(timer[0]) and run_files(host) == []
     assert not os.path.exists(os.path.join(host.state_dir, 'nic_settings.json'))
 
 
