@@ -97,7 +97,13 @@ vm_start() {
               while [ ! -s "$vm_images_rc" ]; do sleep 2; done
               [ "$(cat "$vm_images_rc")" = 0 ] || { echo "the VM images were not built" >"$vm_logs/$suite.log"; exit 1; }
           fi
-          python -m pytest "tests/vm/test_$suite.py" -q -p no:cacheprovider --durations=0 >"$vm_logs/$suite.log" 2>&1 </dev/null || rc=$?
+          # a session of its own, and so a scheduling group of its own (autogroup), at the priority vm_nice set last
+          # (applied before the pid file appears, which vm_nice reads from then on)
+          # shellcheck disable=SC2016 # the inner shell expands them
+          setsid -w sh -c 'level=$(cat "$1" 2>/dev/null) && { echo "$level" >/proc/$$/autogroup; renice -n "$level" -p $$; } >/dev/null 2>&1
+                           echo "$$" >"$0"; shift; exec "$@"' "$vm_logs/$suite.pid" "$vm_logs/nice" \
+              python -m pytest "tests/vm/test_$suite.py" -q -p no:cacheprovider --durations=0 \
+              >"$vm_logs/$suite.log" 2>&1 </dev/null || rc=$?
           date +%s >"$vm_logs/$suite.end"
           exit "$rc"; } &
         vm_pids+=("$!")
@@ -127,13 +133,25 @@ vm() {
 # When the run ends early: stop what runs in the background (the VM image build, the VMs and their qemu).
 stop_background() {
     local pid
+    local file
+    for file in "$vm_logs"/*.pid; do                    # the VMs' own sessions
+        if pid=$(cat "$file" 2>/dev/null); then kill -- "-$pid" 2>/dev/null || true; fi
+    done
     for pid in $(jobs -p); do kill -- "-$pid" 2>/dev/null || kill "$pid" 2>/dev/null || true; done
 }
 
-# The priority of the VMs' process groups (qemu and the playbook runs they start inherit it).
+# The priority of the VMs: of their sessions' scheduling groups (the kernel's autogroups: without this, a nice value
+# orders processes only within one session, and Molecule's ansible-playbook runs in a session of its own), and of
+# their processes (qemu and the playbook runs they start inherit it).
 vm_nice() {
-    local pid
-    for pid in "${vm_pids[@]}"; do renice -n "$1" -g "$pid" >/dev/null 2>&1 || true; done
+    local file pid
+    echo "$1" >"$vm_logs/nice"
+    for file in "$vm_logs"/*.pid; do
+        pid=$(cat "$file" 2>/dev/null) || continue
+        [ -n "$pid" ] || continue
+        echo "$1" >"/proc/$pid/autogroup" 2>/dev/null || true
+        renice -n "$1" -g "$pid" >/dev/null 2>&1 || true
+    done
 }
 
 # make test. The VMs run in the background from the start (as soon as the VM images, built or found in the

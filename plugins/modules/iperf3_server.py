@@ -173,11 +173,12 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common import checks
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import tcptable
 from ansible_collections.bdp.wan_tune.plugins.module_utils.verify import iperf3
 
 PROC = '/proc'
-LISTEN = '0A'
-ESTABLISHED = '01'
+LISTEN = tcptable.LISTEN
+ESTABLISHED = tcptable.ESTABLISHED
 PIDFILE_NAME = re.compile(r'^iperf3-(\d+)\.pid$')
 
 
@@ -187,21 +188,8 @@ def default_pid_dir():
 
 
 def sockets(port):
-    """TCP sockets on local ``port``: list of (state, inode) from /proc/net/tcp and tcp6 (this network namespace)."""
-    found = []
-    for name in ('tcp', 'tcp6'):
-        try:
-            with open(os.path.join(PROC, 'net', name)) as handle:
-                lines = handle.readlines()[1:]
-        except (IOError, OSError):
-            continue
-        for line in lines:
-            fields = line.split()
-            if len(fields) < 10 or ':' not in fields[1]:
-                continue
-            if int(fields[1].rsplit(':', 1)[1], 16) == port:
-                found.append((fields[3], fields[9]))
-    return found
+    """TCP sockets on local ``port``: list of (state, inode) (this network namespace)."""
+    return [(item.state, item.inode) for item in tcptable.sockets(PROC) if item.local_port == port]
 
 
 def socket_inodes(pid):

@@ -16,6 +16,7 @@ import glob
 import os
 
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common import files
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import tcptable
 from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import runner as migrate_runner
 from ansible_collections.bdp.wan_tune.plugins.module_utils.nic import survey
 from ansible_collections.bdp.wan_tune.plugins.module_utils.transfer import rsyncd
@@ -27,7 +28,6 @@ STATUSES = ('changed', 'ok', 'unsupported', 'not_applicable', 'kept_higher')
 FIFO = ('pfifo_fast', 'pfifo', 'bfifo')
 MULTIQUEUE = ('mq', 'multiq')
 PERFORMANCE = 'performance'
-TCP_ESTABLISHED = '01'
 RSYNC_PORTS = (rsyncd.PORT, rsyncd.TLS_PORT)
 MIGRATE_DIR = 'migrate'
 MIGRATE_UNITS = 'bdp-migrate-*.service'
@@ -238,31 +238,11 @@ def plan_governor(found, option, cpu_dir=survey.CPU_DIR):
 
 # ------------------------------------------------------------------------------------------------ the guards
 
-def _address(text):
-    """The address of /proc/net/tcp{,6} hex text (each 32-bit word in host order, little-endian here)."""
-    words = [text[index:index + 8] for index in range(0, len(text), 8)]
-    data = b''.join(bytes(bytearray(reversed(bytearray.fromhex(word)))) for word in words)
-    if len(data) == 4:
-        return '.'.join(str(byte) for byte in bytearray(data))
-    return ':'.join('%x' % ((data[index] << 8) | data[index + 1]) for index in range(0, 16, 2))
-
-
-def tcp_connections(proc=survey.PROC, state=TCP_ESTABLISHED):
-    """[(local address, local port, remote address, remote port)] of the TCP sockets in ``state`` (hex, as the
-    kernel writes it: '01' established) of this network namespace, from /proc/net/tcp and /proc/net/tcp6."""
-    found = []
-    for table in ('tcp', 'tcp6'):
-        for line in (files.read_text(os.path.join(proc, 'net', table)) or '').splitlines()[1:]:
-            fields = line.split()
-            if len(fields) < 4 or fields[3] != state:
-                continue
-            try:
-                (local, lport), (remote, rport) = [(part.split(':')[0], int(part.split(':')[1], 16))
-                                                   for part in fields[1:3]]
-                found.append((_address(local), lport, _address(remote), rport))
-            except (IndexError, ValueError):
-                continue
-    return found
+def tcp_connections(proc=survey.PROC):
+    """[(local address, local port, remote address, remote port)] of the established TCP connections of this
+    network namespace."""
+    return [(item.local, item.local_port, item.remote, item.remote_port) for item in tcptable.sockets(proc)
+            if item.state == tcptable.ESTABLISHED]
 
 
 def rsync_transfers(proc=survey.PROC, ports=RSYNC_PORTS):
