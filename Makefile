@@ -15,7 +15,7 @@ STREAMS ?= 4
 SSH_STREAMS ?= 8
 MIGRATE_SIZE ?= 3g
 
-.PHONY: help setup image vm-image demo test check lint sanity units molecule transport-test host-test lab-test jumbo-test vm-test benchmark transfer migrate docs changelog fleet-bench clean
+.PHONY: help setup image ee vm-image demo test check lint sanity units molecule transport-test host-test lab-test jumbo-test vm-test benchmark transfer migrate docs changelog fleet-bench clean
 
 help:
 	@echo "make demo [RATE=1g RTT=98 LOSS=0 MTU=9000 DURATION=15] [INVENTORY=path]"
@@ -29,6 +29,7 @@ help:
 	@echo "                                            and over TLS (1 and STREAMS streams), HPN-SSH: stock vs tuned"
 	@echo "make migrate [RATE=1g RTT=98 LOSS=0 MTU=9000 MIGRATE_SIZE=3g STREAMS=4]"
 	@echo "                                            playbooks/migrate.yml over TLS on a mixed tree, 1 stream and STREAMS"
+	@echo "make ee                                      build the execution environment localhost/bdp-wan-tune-ee:latest (AWX, ansible-runner)"
 	@echo "make docs                                    regenerate docs/reference/ (roles, modules, filters) from their docs"
 	@echo "make changelog                               regenerate CHANGELOG.rst from changelogs/changelog.yaml"
 	@echo "make fleet-bench [N=20 CONNECTION=ssh|podman]  no-op re-run of wan_tune.yml against ansible -m setup on N containers"
@@ -38,6 +39,9 @@ setup:
 
 image: setup
 	@bash scripts/build-image.sh
+
+ee: image
+	@bash scripts/build-ee.sh
 
 vm-image: setup
 	@bash scripts/build-vm.sh
