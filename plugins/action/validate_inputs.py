@@ -45,6 +45,7 @@ from ansible_collections.bdp.wan_tune.plugins.module_utils.transfer import rsync
 from ansible_collections.bdp.wan_tune.plugins.module_utils.tuning import kmod as _kmod
 from ansible_collections.bdp.wan_tune.plugins.module_utils.tuning import pathprobe as _pathprobe
 from ansible_collections.bdp.wan_tune.plugins.module_utils.verify import iperf3 as _iperf3
+from ansible_collections.bdp.wan_tune.plugins.module_utils.verify import verify_report as _verify_report
 from ansible_collections.bdp.wan_tune.plugins.plugin_utils import specs as _specs
 from ansible_collections.bdp.wan_tune.plugins.plugin_utils import tls_ca as _tls_ca
 
@@ -472,7 +473,18 @@ SPECIAL = {
         var, name, value, _linkmtu.check_ifname, IFNAME_HELP, problems),
     'nic_peers': lambda var, name, value, problems: _check_items(
         var, name, value, _linkmtu.parse_peer, _linkmtu.PEER_HELP, problems, label='peer '),
+    'verify_baseline': lambda var, name, value, problems: given_baseline(name, value, problems),
 }
+
+
+def given_baseline(name, value, problems):
+    """verify_baseline: a stock run of an earlier job (its artifact), read by the report module's own reader
+    (module_utils/verify/verify_report.py given_baseline); its message is the problem."""
+    try:
+        return _verify_report.given_baseline(value, name)
+    except _verify_report.ReportError as exc:
+        problems.append(str(exc))
+        return None
 
 
 def nic_setting(var, value):
@@ -490,14 +502,13 @@ def _short_error(error):
 
 
 def check_host(variables, tcp_buffers=True, jumbo_mtu=True, play_peers=None, specs=None, inventory=None,
-               sources=None, hostvars=None):
+               sources=None):
     """Every problem with one host's inputs, one message each (an empty list when all are usable).
 
     ``variables``: the host's variables that are set, templated (a value that failed to template is
     ``Unresolved``).  ``tcp_buffers``/``jumbo_mtu``: whether those roles run at all (tags).  ``play_peers``: a
     callable returning [(peer, where it comes from)] for the other hosts of the play, used when the jumbo_mtu role
-    takes its peers from the play.  ``inventory``: the inventory's host names; ``sources``: the inventory sources;
-    ``hostvars``: every host's variables (the rsync daemon's TLS senders, migration and its one CA).
+    takes its peers from the play.  ``inventory``: the inventory's host names; ``sources``: the inventory sources.
     """
     specs = specs or load_specs()
     host = variables.get('inventory_hostname')
@@ -604,11 +615,7 @@ def check_host(variables, tcp_buffers=True, jumbo_mtu=True, play_peers=None, spe
         settings = dict((var[len(_rsyncd.PREFIX):], raw[var]) for var in variables if var in raw)
         if all(values.get(var) is not None for var in variables if var in raw):
             problems.extend(_rsyncd.check(settings)[1])
-            found = _tls_ca.problems(settings, inventory=inventory, sources=sources)
-            if not found and hostvars is not None and settings.get('transport', _rsyncd.TRANSPORT) != 'plain':
-                found = [conflict for conflict in [_tls_ca.migration_conflict(
-                    host, hostvars, inventory or [], sources)] if conflict]
-            problems.extend(found)
+            problems.extend(_tls_ca.problems(settings, inventory=inventory, sources=sources))
     # hpn_ssh: the role's own rules (module_utils/transfer/hpnssh.py: port 22, sources, files with checksums, repository keys).
     if values.get('hpn_ssh') and role_state('hpn_ssh') == 'present':
         settings = dict((var, values[var]) for var in raw if var.startswith('hpn_ssh_') and values.get(var) is not None)
@@ -623,6 +630,10 @@ def check_host(variables, tcp_buffers=True, jumbo_mtu=True, play_peers=None, spe
 # their ranges are those of INT_RANGES and of the fraction parser here, the one place they are written.
 ROLE_RANGES = {
     'verify': ('verify_streams', 'verify_duration', 'verify_omit', 'verify_min_fraction', 'verify_report_html_runs'),
+}
+# The role's variables with a rule of their own (SPECIAL) that it checks with its numbers, in the same message.
+ROLE_RULES = {
+    'verify': ('verify_baseline',),
 }
 _DEFAULT_NOTE = re.compile(r' \(default [^()]*\)$')
 
@@ -770,9 +781,13 @@ class ActionModule(ActionBase):
             return dict(result, **no_hosts_check(args['hosts_pattern'], args['hosts_matched'],
                                                  task_vars.get('ansible_inventory_sources')))
         if args['role']:
-            variables = dict((var, self._template(task_vars[var])) for var in ROLE_RANGES[args['role']]
+            rules = ROLE_RULES.get(args['role'], ())
+            variables = dict((var, self._template(task_vars[var])) for var in ROLE_RANGES[args['role']] + rules
                              if var in task_vars)
             problems = range_problems(args['role'], variables)
+            for var in rules:
+                if var in variables:
+                    convert(var, var, variables[var], {}, problems)
             return dict(result, changed=False, problems=problems,
                         msg='; '.join(problems) or 'The numbers of role %s are in range.' % args['role'])
         host = task_vars.get('inventory_hostname', '?')
@@ -807,5 +822,5 @@ class ActionModule(ActionBase):
 
         problems += check_host(variables, tcp_buffers=args['tcp_buffers'], jumbo_mtu=args['jumbo_mtu'],
                                play_peers=play_peers, specs=specs, inventory=task_vars.get('groups', {}).get('all'),
-                               sources=task_vars.get('ansible_inventory_sources'), hostvars=task_vars.get('hostvars'))
+                               sources=task_vars.get('ansible_inventory_sources'))
         return dict(result, **outcome(host, problems, 'All inputs of host %s are usable.' % host, warnings))

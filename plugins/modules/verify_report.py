@@ -24,6 +24,12 @@ description:
     length, root qdisc, NUMA node and ring/missed drops. The diagnosis of a pair that failed (or fell short of its
     C(min_fraction) unjudged) then names the setting to change on its sender or receiver, from the counters that
     rose and the settings.
+  - With O(baseline) (a stock run's summary from an earlier job, such as the C(verify_baseline) artifact that AWX
+    passes to the next job of a workflow), that run competes with the V(stock) runs of O(report_dir) - for each pair
+    the latest earlier measured V(stock) run is its baseline, whichever of the two it is in. So a report directory
+    that starts empty (a fresh execution environment) still shows the stock baseline.
+  - Returns RV(artifacts) for C(ansible.builtin.set_stats) - the run's compact summary as C(verify), and for a
+    V(stock) run outside check mode the same as C(verify_baseline).
   - Never fails because a pair failed; it returns RV(failed_pairs) and RV(failure_msg), so that the caller decides.
 author:
   - bdp.wan_tune maintainers (@bdp-wan-tune)
@@ -67,6 +73,17 @@ options:
         description: The same, after the tests.
         type: dict
         default: {}
+  baseline:
+    description:
+      - A stock run from elsewhere, the summary of RV(artifacts) C(verify_baseline) of an earlier run labelled
+        V(stock) (or a C(run-*.json) file of another report directory) - a mapping with C(id), C(time), C(label)
+        V(stock) and C(pairs), each pair with C(key) and C(receiver_bps).
+      - It competes with the V(stock) runs of O(report_dir) by time (the latest earlier one is the baseline of each
+        pair); the same run found in both is the directory's.
+      - A value that is not such a run (no C(pairs) list, a pair without C(key), another label, a check-mode run)
+        fails the module, naming C(verify_baseline). Not given, or empty, the baseline comes from O(report_dir)
+        alone.
+    type: dict
 extends_documentation_fragment:
   - bdp.wan_tune.attributes.controller
   - ansible.builtin.action_common_attributes
@@ -108,6 +125,23 @@ EXAMPLES = r"""
       after: "{{ dict(ansible_play_hosts | zip(ansible_play_hosts | map('extract', hostvars, 'survey_after'))) }}"
   delegate_to: localhost
   run_once: true
+
+- name: A fresh report directory with the stock baseline of an earlier job (-e @artifacts.json, or from AWX)
+  bdp.wan_tune.verify_report:
+    results: "{{ verify_collected }}"
+    label: tuned
+    report_dir: /runner/results/verify
+    baseline: "{{ verify_baseline | default(omit, true) }}"
+  delegate_to: localhost
+  run_once: true
+  register: report
+
+- name: Pass the run on to the next job of the workflow
+  ansible.builtin.set_stats:
+    data: "{{ report.artifacts }}"
+    per_host: false
+    aggregate: false
+  run_once: true
 """
 
 RETURN = r"""
@@ -127,12 +161,12 @@ results:
       C(retransmits), C(ceiling_bps), C(limit), C(expectation_bps), C(fraction), C(diagnosis) (with O(surveys), for
       a pair that fell short, also the settings to change on its hosts), C(msg), C(rate),
       C(rate_bps), C(rtt_ms), C(rtt_source), C(streams), C(mean_rtt_ms), C(congestion), C(receive_buffer_bytes),
-      C(send_buffer_bytes) and C(baseline_bps) (the stock baseline, or null).
+      C(send_buffer_bytes), C(baseline_bps) and C(baseline_run) (the stock baseline's goodput and run id, or null).
   returned: always
   type: list
   elements: dict
   sample: [{"key": "a -> b", "status": "PASS", "receiver_bps": 990123456, "ceiling_bps": 1000000000,
-            "baseline_bps": 292000000}]
+            "baseline_bps": 292000000, "baseline_run": "20261122T194500Z"}]
 failed_pairs:
   description: The C(results) items with status V(FAIL) or V(ERROR).
   returned: always
@@ -148,6 +182,21 @@ lines:
   type: list
   elements: str
   sample: ["a -> b (198.18.0.2): 990.1 Mbit/s of ceiling 1000.0 Mbit/s (link rate), expectation 1000.0 Mbit/s: PASS"]
+artifacts:
+  description:
+    - The job's artifacts of the run, for C(ansible.builtin.set_stats) with C(per_host=false) (what AWX keeps of a
+      job and passes to the next job of a workflow as extra variables).
+    - C(verify) - the run's summary, C(label), C(id), C(time), C(passed), C(check_mode) and C(pairs), per pair
+      C(key), C(source), C(target), C(address), C(status), C(receiver_bps), C(ceiling_bps), C(expectation_bps),
+      C(limit), C(diagnosis), C(retransmits) (where the test counted them), C(rate_bps), C(rtt_ms), C(streams) and
+      C(duration). Not the iperf3 output, not the host surveys.
+    - C(verify_baseline) - the same summary, only for a run labelled V(stock) outside check mode; O(baseline) reads it
+      back.
+  returned: always
+  type: dict
+  sample: {"verify": {"label": "stock", "id": "20261122T194500Z", "time": "2026-11-22T19:45:00Z", "passed": false,
+                      "check_mode": false, "pairs": [{"key": "a -> b", "status": "FAIL", "receiver_bps": 292000000}]},
+           "verify_baseline": {"label": "stock", "id": "20261122T194500Z"}}
 failure_msg:
   description: Every failed pair with its diagnosis, on one line; empty when none failed.
   returned: always
@@ -204,6 +253,7 @@ def main():
             html_runs=dict(type='int', default=20),
             surveys=dict(type='dict', options=dict(before=dict(type='dict', default={}),
                                                    after=dict(type='dict', default={}))),
+            baseline=dict(type='dict'),
         ),
         supports_check_mode=True,
     )
@@ -217,6 +267,7 @@ def main():
     when = datetime.datetime.now(datetime.timezone.utc)
     try:
         run = report.build_run(params['results'], params['label'], when, module.check_mode, params['surveys'])
+        given = report.given_baseline(params['baseline'])
     except report.ReportError as exc:
         module.fail_json(msg=str(exc))
     runs = load_runs(directory)
@@ -224,14 +275,11 @@ def main():
     paths = {'json': os.path.join(directory, run['file']), 'markdown': os.path.join(directory, 'report.md'),
              'html': os.path.join(directory, 'report.html')}
     runs.append(run)
-    results = []
-    for pair in run['pairs']:
-        base = report.baseline(runs, run, pair['key'])
-        results.append(dict(pair, baseline_bps=base['receiver_bps'] if base else None,
-                            baseline_run=base['run_id'] if base else None))
+    report.record_baselines(run, runs, given)
+    results = [dict(pair) for pair in run['pairs']]
     failed = [pair for pair in results if pair['status'] in report.FAILED]
     result = dict(changed=False, run=run, results=results, failed_pairs=failed, passed=run['passed'],
-                  lines=[report.one_line(pair) for pair in results], files=paths,
+                  lines=[report.one_line(pair) for pair in results], files=paths, artifacts=report.artifacts(run),
                   failure_msg=report.failure_message(run) if failed else '')
     if module.check_mode:
         result['msg'] = 'Check mode: nothing measured and no report written (it would go to %s).' % directory
@@ -244,8 +292,10 @@ def main():
     except (IOError, OSError) as exc:
         module.fail_json(msg='Cannot write the report in %s (verify_report_dir): %s' % (directory, exc), **result)
     result['changed'] = True
-    result['msg'] = 'Report of %d pair%s written to %s (run %s).' % (
-        len(results), '' if len(results) == 1 else 's', directory, run['file'])
+    result['msg'] = 'Report of %d pair%s written to %s (run %s%s).' % (
+        len(results), '' if len(results) == 1 else 's', directory, run['file'],
+        '; stock baseline: run %s, given as verify_baseline' % given['id']
+        if given and any(pair['baseline_run'] == given['id'] for pair in results) else '')
     module.exit_json(**result)
 
 

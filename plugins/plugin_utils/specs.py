@@ -11,10 +11,13 @@ declared where the roles make them (``register:`` and ``set_fact`` in their task
 - ``is_secret()``: an option whose value no message shows (``no_log`` on it or on one of its suboptions);
 - ``undeclared()``: the variables of the collection's namespaces that nothing declares (a typo such as
   ``jumbo_mtu_value``, or ``bbr=false`` by analogy with ``rsync_daemon=true``), each with the closest declared names;
+  a job artifact (a key of ``set_stats`` in a task file, such as ``wan_tune``) is declared as a mapping, the shape
+  in which AWX passes it to the next job of a workflow as an extra variable (``-e wan_tune=absent`` stays a typo);
   ``near_misses()``: names outside the namespaces that are one slip from a declared option (``rsync_deamon_users``).
 """
 
 import ast
+import collections.abc
 import difflib
 import glob
 import os
@@ -145,33 +148,49 @@ def is_secret(option):
 
 # ----------------------------------------------------------------------------- declared names
 
-def _task_names(node, found):
-    """The variables that tasks make: ``register:`` and the keys of ``set_fact``, anywhere in a task tree."""
+def _task_names(node, found, stats=None):
+    """The variables that tasks make: ``register:`` and the keys of ``set_fact``, anywhere in a task tree; and into
+    ``stats`` the keys of ``set_stats`` data written out (the job's artifacts)."""
     if isinstance(node, list):
         for item in node:
-            _task_names(item, found)
+            _task_names(item, found, stats)
     elif isinstance(node, dict):
         if isinstance(node.get('register'), str):
             found.add(node['register'])
         for key in ('ansible.builtin.set_fact', 'ansible.legacy.set_fact', 'set_fact'):
             if isinstance(node.get(key), dict):
                 found.update(name for name in node[key] if name != 'cacheable')
+        for key in ('ansible.builtin.set_stats', 'ansible.legacy.set_stats', 'set_stats'):
+            data = node.get(key, {}).get('data') if isinstance(node.get(key), dict) else None
+            if stats is not None and isinstance(data, dict):
+                stats.update(name for name in data if isinstance(name, str))
         for key in ('block', 'rescue', 'always', 'tasks', 'pre_tasks', 'post_tasks', 'handlers'):
-            _task_names(node.get(key), found)
+            _task_names(node.get(key), found, stats)
+
+
+def _task_files():
+    return sorted(glob.glob(os.path.join(ROLES_DIR, '*', 'tasks', '*.yml')) +
+                  glob.glob(os.path.join(ROLES_DIR, '*', 'handlers', '*.yml')) +
+                  glob.glob(os.path.join(PLAYBOOKS_DIR, '*.yml')) + glob.glob(os.path.join(PLAYBOOKS_DIR, 'tasks', '*.yml')))
 
 
 def declared():
     """Every variable name the collection declares: the options of every entry point of every role and playbook,
     and the roles' and playbooks' results (register, set_fact)."""
     if 'declared' not in _CACHE:
-        names = set(options())
-        tasks = glob.glob(os.path.join(ROLES_DIR, '*', 'tasks', '*.yml')) + \
-            glob.glob(os.path.join(ROLES_DIR, '*', 'handlers', '*.yml')) + \
-            glob.glob(os.path.join(PLAYBOOKS_DIR, '*.yml')) + glob.glob(os.path.join(PLAYBOOKS_DIR, 'tasks', '*.yml'))
-        for path in sorted(tasks):
-            _task_names(_yaml(path), names)
+        names, stats = set(options()), set()
+        for path in _task_files():
+            _task_names(_yaml(path), names, stats)
         _CACHE['declared'] = frozenset(names)
+        _CACHE['artifacts'] = frozenset(stats)
     return _CACHE['declared']
+
+
+def artifacts():
+    """The job artifacts the roles and playbooks leave (the keys of ``set_stats`` data in their task files, such as
+    ``wan_tune``): AWX passes them to the next job of a workflow as extra variables, each a mapping."""
+    declared()
+    return _CACHE['artifacts']
 
 
 def options():
@@ -232,7 +251,8 @@ def undeclared(variables):
     # the options first: the roles' task files (their results) are read only for a name that is none of them
     names = [name for name in sorted(_names(variables)) if NAMESPACE.match(name) and name not in options()]
     known = declared() if names else frozenset()
-    return [(name, closest(name, variables[name])) for name in names if name not in known]
+    return [(name, closest(name, variables[name])) for name in names if name not in known
+            and not (name in artifacts() and isinstance(variables[name], collections.abc.Mapping))]
 
 
 def _names(names):

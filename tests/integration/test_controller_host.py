@@ -6,6 +6,7 @@
 Containers cannot write net.core.* (they belong to the host kernel), so this is where the
 host-owned keys are proven: written live and to the drop-in file, idempotent, and restored
 by tcp_buffers_state=absent. Whatever happens, the test puts every key back as it found it.
+Each run also prints its job artifacts (ANSIBLE_SHOW_CUSTOM_STATS): the wan_tune artifact is checked on the same runs.
 """
 
 from __future__ import annotations
@@ -49,7 +50,8 @@ def host(tmp_path):
                '-e', 'wan_tune_become=false rate=1g rtt=98']
         for name, value in files.items():
             cmd += ['-e', '%s=%s' % (name, value)]
-        proc_ = subprocess.run(cmd + list(args), capture_output=True, text=True, timeout=600, check=False)
+        proc_ = subprocess.run(cmd + list(args), capture_output=True, text=True, timeout=600, check=False,
+                               env=dict(os.environ, ANSIBLE_SHOW_CUSTOM_STATS='1'))
         output = proc_.stdout + proc_.stderr
         assert proc_.returncode == expect_rc, output
         recap = re.search(r'^controller\s*:.*changed=(\d+).*failed=(\d+)', output, re.M)
@@ -71,7 +73,22 @@ def host(tmp_path):
                 write(key, value)
 
 
-def test_net_core_keys_written_idempotent_and_restored(host):
+def artifacts(output):
+    """The job's artifacts of a run, as the default callback prints them with ANSIBLE_SHOW_CUSTOM_STATS (the line
+    RUN: of CUSTOM STATS, JSON); AWX and ansible-runner keep the same in the playbook_on_stats event."""
+    found = re.search(r'^\tRUN: (.*)$', output, re.M)
+    assert found, output
+    return json.loads(found.group(1))
+
+
+PLAN = {'state': 'present', 'rate_bps': 10 ** 9, 'rtt_ms': 98.0, 'bdp_bytes': BUFFER // 8, 'headroom': 8.0,
+        'buffer_bytes': BUFFER}
+# An earlier verify job's artifacts (a stock run), as AWX passes them to the next job of a workflow.
+STOCK = {'label': 'stock', 'id': '20261122T194500Z', 'time': '2026-11-22T19:45:00Z', 'passed': False,
+         'check_mode': False, 'pairs': [{'key': 'controller -> peer', 'status': 'FAIL', 'receiver_bps': 289606000}]}
+
+
+def test_net_core_keys_written_idempotent_and_restored(host, tmp_path):
     before, files, run = host
     if int(before['net.core.rmem_max']) >= BUFFER:
         pytest.fail('the controller already has net.core.rmem_max >= %d; nothing to prove' % BUFFER)
@@ -81,9 +98,24 @@ def test_net_core_keys_written_idempotent_and_restored(host):
     assert 'net.core.rmem_max = %d' % BUFFER in output, output
     assert dict((key, read(key)) for key in KEYS) == before, 'check mode changed live values'
     assert not os.path.exists(files['tcp_buffers_sysctl_file'])
+    applied = artifacts(output)['wan_tune']['controller']
+    assert (applied['check_mode'], applied['changed'], applied['tcp_buffers']) == (True, True, PLAN), applied
 
     output, changed = run()
     assert changed and changed > 0, output
+    # what the run applied, for the next job (set_stats, wan_tune); the set_stats task itself changed nothing
+    applied = artifacts(output)
+    assert list(applied) == ['wan_tune'] and list(applied['wan_tune']) == ['controller']
+    assert applied['wan_tune']['controller'] == {
+        'state': 'present', 'check_mode': False, 'changed': True, 'tcp_buffers': PLAN,
+        'bbr': {'state': 'present', 'congestion_control': 'bbr',
+                'qdisc': applied['wan_tune']['controller']['bbr']['qdisc']},
+        'jumbo_mtu': None, 'nic': None, 'rsync_daemon': None}
+    assert applied['wan_tune']['controller']['bbr']['qdisc'] in ('fq', None)    # none without sch_fq (this machine)
+    assert re.search(r"TASK \[Keep what the run applied to this host in the job's artifacts \(wan_tune\)\] \**\n"
+                     r"ok: \[controller\]", output), output
+    earlier = tmp_path / 'artifacts.json'
+    earlier.write_text(json.dumps(dict(applied, verify=STOCK, verify_baseline=STOCK)))
     for key in ('net.core.rmem_max', 'net.core.wmem_max'):
         assert read(key) == str(BUFFER)
     for key in ('net.ipv4.tcp_rmem', 'net.ipv4.tcp_wmem'):
@@ -97,12 +129,16 @@ def test_net_core_keys_written_idempotent_and_restored(host):
     assert 'BDP = 1 Gbit/s x 98 ms / 8 = 12250000 bytes' in text
     assert text.startswith('#\n# Ansible managed')
 
-    output, changed = run()
+    # the re-run is the next job of a workflow: the earlier jobs' artifacts as extra variables are not refused
+    output, changed = run('-e', '@%s' % earlier)
     assert changed == 0, 'second run changed something:\n' + output
+    assert artifacts(output)['wan_tune']['controller']['changed'] is False
 
     output, changed = run('-e', 'tcp_buffers_state=absent', '-t', 'tcp_buffers')
     assert changed and changed > 0, output
     assert not os.path.exists(files['tcp_buffers_sysctl_file'])
+    applied = artifacts(output)['wan_tune']['controller']
+    assert (applied['changed'], applied['tcp_buffers'], applied['bbr']) == (True, {'state': 'absent'}, None), applied
     for key in KEYS:
         assert read(key) == before[key], '%s not restored' % key
 

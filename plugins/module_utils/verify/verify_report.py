@@ -11,10 +11,18 @@ one plot per run (goodput against ceiling per pair) and, for a run not labelled 
 each host before and after the tests), a run also keeps ``hosts``, shown in a Hosts section, and the diagnosis of
 a pair that fell short names the setting to change (module_utils/nic/diagnose.py).  Everything here is pure: the
 module (plugins/modules/verify_report.py) does the reading and the atomic writing.
+
+A run also leaves a compact ``summary()`` for the job's artifacts (``artifacts()``: ``verify``, and for a stock run
+``verify_baseline``), which an AWX workflow passes to its next job as extra variables.  ``given_baseline()`` reads
+such a stock summary back (the verify role's ``verify_baseline``), the one reader of it: the role's check before any
+test (the validate_inputs action) and the report module both call it.  The given run competes with the stock runs of
+the report directory by the rule of ``baseline()``.
 """
 
+import datetime
 import html
 import json
+import math
 import re
 
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common import bdp
@@ -34,6 +42,18 @@ FIGURES = ('receiver_bps', 'sender_bps', 'retransmits', 'ceiling_bps', 'limit', 
 # What a run keeps of each bdp.wan_tune.nic_facts result, and when the role takes one.
 SURVEY_KEYS = ('interfaces', 'nic', 'host')
 SURVEY_SIDES = ('before', 'after')
+# The job's artifacts (ansible.builtin.set_stats): the run's summary, and a stock run's summary as the baseline that
+# a later run reads back from the variable of the same name.
+ARTIFACT, BASELINE_ARTIFACT = 'verify', 'verify_baseline'
+# What the summary keeps of each pair (retransmits only where the test counted them).
+SUMMARY_PAIR_KEYS = ('key', 'source', 'target', 'address', 'status', 'receiver_bps', 'ceiling_bps', 'expectation_bps',
+                     'limit', 'diagnosis', 'retransmits', 'rate_bps', 'rtt_ms', 'streams', 'duration')
+MEASURED = (PASS, FAIL, UNJUDGED)
+TIME_FORMAT = '%Y-%m-%dT%H:%M:%SZ'
+BASELINE_HELP = ('the verify_baseline artifact of a run labelled stock: a mapping with id, time (UTC, '
+                 'YYYY-MM-DDThh:mm:ssZ), label stock and pairs, each pair a mapping with key and receiver_bps (as AWX '
+                 'passes it on, or a file holds it: -e @file.json with {"verify_baseline": {...}}), or its JSON text; '
+                 '{} for none')
 
 
 class ReportError(ValueError):
@@ -153,7 +173,7 @@ def build_run(entries, label, when, check_mode=False, surveys=None):
             pair['diagnosis'] += diagnose.hints(pair, (hosts or {}).get(pair['source']),
                                                 (hosts or {}).get(pair['target']))
     failed = [pair for pair in pairs if pair['status'] in FAILED]
-    return {'schema': SCHEMA, 'id': when.strftime('%Y%m%dT%H%M%SZ'), 'time': when.strftime('%Y-%m-%dT%H:%M:%SZ'),
+    return {'schema': SCHEMA, 'id': when.strftime('%Y%m%dT%H%M%SZ'), 'time': when.strftime(TIME_FORMAT),
             'order': when.timestamp(),
             'label': label, 'check_mode': bool(check_mode), 'pairs': pairs,
             'failed_pairs': [pair['key'] for pair in failed],
@@ -190,20 +210,152 @@ def sort_runs(runs):
     return sorted(runs, key=_when)
 
 
-def baseline(runs, run, key):
-    """The pair ``key`` of the latest ``stock`` run before ``run`` that measured it, or None."""
+def is_stock(run):
+    """Whether ``run`` can be a stock baseline: labelled ``stock`` and measured (not check mode)."""
+    return run.get('label') == STOCK and not run.get('check_mode')
+
+
+def baseline(runs, run, key, given=None):
+    """The pair ``key`` of the latest ``stock`` run before ``run`` that measured it, or None: of ``runs`` and the
+    stock run ``given`` (given_baseline()).  The same run in both is the directory's: its exact time is never before
+    the whole second of its summary, and on a tie its file name sorts last.  A run written with its baselines
+    (``baseline_run`` in its pairs) keeps the one it was written with."""
     if run.get('label') == STOCK:
         return None
+    recorded = [pair for pair in run.get('pairs', []) if pair.get('key') == key and 'baseline_run' in pair]
+    if recorded:
+        pair = recorded[0]
+        return None if pair['baseline_run'] is None else {
+            'key': key, 'receiver_bps': pair.get('baseline_bps'), 'run_id': pair['baseline_run']}
     found = None
-    for other in sort_runs(runs):
-        if other is run or _when(other) >= _when(run):
-            continue
-        if other.get('label') != STOCK or other.get('check_mode'):
+    for other in sort_runs(list(runs) + ([given] if given else [])):
+        if other is run or _when(other) >= _when(run) or not is_stock(other):
             continue
         for pair in other.get('pairs', []):
             if pair.get('key') == key and pair.get('measured'):
                 found = dict(pair, run_id=other.get('id'), run_time=other.get('time'))
     return found
+
+
+def record_baselines(run, runs, given=None):
+    """Write into each pair of ``run`` its stock baseline (``baseline_bps`` and ``baseline_run``, null when there is
+    none), as its report shows it, so that the run's JSON keeps it and a later page shows it the same way whatever
+    is given then."""
+    for pair in run['pairs']:
+        base = baseline(runs, run, pair['key'], given)
+        pair['baseline_bps'] = base['receiver_bps'] if base else None
+        pair['baseline_run'] = base['run_id'] if base else None
+    return run
+
+
+# ----------------------------------------------------------------------------- artifacts
+
+def summary(run):
+    """The run as the job's artifact keeps it: label, id, time, passed, check_mode and per pair its verdict and
+    figures (SUMMARY_PAIR_KEYS), without the iperf3 output or the host surveys."""
+    pairs = []
+    for pair in run['pairs']:
+        item = dict((name, pair.get(name)) for name in SUMMARY_PAIR_KEYS)
+        if item['retransmits'] is None:
+            del item['retransmits']
+        pairs.append(item)
+    return {'label': run['label'], 'id': run['id'], 'time': run['time'], 'passed': run['passed'],
+            'check_mode': bool(run.get('check_mode')), 'pairs': pairs}
+
+
+def artifacts(run):
+    """The job's artifacts of a run (set_stats, per_host false): ``verify``, its summary; for a stock run that
+    measured (not check mode) also ``verify_baseline``, the same summary, which a later run reads back."""
+    found = {ARTIFACT: summary(run)}
+    if is_stock(run):
+        found[BASELINE_ARTIFACT] = found[ARTIFACT]
+    return found
+
+
+def _what(value):
+    """What a refused value is, in the words of the collection's messages (a summary is never shown whole)."""
+    if isinstance(value, bool):
+        return 'a boolean'
+    if value is None:
+        return 'empty (null)'
+    if isinstance(value, (int, float)):
+        return 'a number'
+    if isinstance(value, str):
+        return 'a string'
+    if isinstance(value, dict):
+        return 'a mapping'
+    if isinstance(value, (list, tuple)):
+        return 'a list'
+    return 'not a plain value'
+
+
+def _refuse(name, reason):
+    return ReportError('%s: %s; expected %s.' % (name, reason, BASELINE_HELP))
+
+
+def _bps(value):
+    """A goodput in bit/s as a summary holds it (a whole number, or a whole float from JSON), or None; False when
+    it is no such number."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0 \
+            or value != int(value):
+        return False
+    return int(value)
+
+
+def _given_pair(name, index, pair):
+    if not isinstance(pair, dict):
+        raise _refuse(name, 'pairs[%d] is %s, not a pair of a verify summary' % (index, _what(pair)))
+    key = pair.get('key')
+    if not isinstance(key, str) or not key.strip():
+        raise _refuse(name, 'pairs[%d] has no key (the pair, such as "a -> b"); it has %s'
+                      % (index, ', '.join(sorted(str(item) for item in pair)) or 'nothing'))
+    bps = _bps(pair.get('receiver_bps'))
+    if bps is False:
+        raise _refuse(name, 'pairs[%d] (%s) has receiver_bps %s, not a whole number of bit/s'
+                      % (index, key, bdp.show_value(pair.get('receiver_bps'))))
+    measured = pair['measured'] if 'measured' in pair else pair.get('status', PASS) in MEASURED
+    return {'key': key, 'receiver_bps': bps, 'measured': bool(measured) and bps is not None}
+
+
+def given_baseline(value, name=BASELINE_ARTIFACT):
+    """The stock run given as ``value`` (the role's verify_baseline): a summary of artifacts() (or a run file of a
+    report directory), as a mapping or its JSON text; None for none ({}, '' or null).  Returned as a run that
+    baseline() takes (``given`` true, ordered by its time).  A value that is not a measured stock run is refused
+    with a ReportError naming ``name``, what the value is and what is accepted."""
+    if isinstance(value, str):
+        if not value.strip():
+            return None
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise _refuse(name, '%s is a string that is not JSON text' % bdp.show_value(value))
+    if value is None or value == {}:
+        return None
+    if not isinstance(value, dict):
+        raise _refuse(name, 'is %s, not a verify summary' % _what(value))
+    if not isinstance(value.get('pairs'), list):
+        raise _refuse(name, 'is a mapping without a pairs list (its keys: %s), not a verify summary'
+                      % ', '.join(sorted(str(key) for key in value)))
+    run_id, label = value.get('id'), value.get('label')
+    if not isinstance(run_id, str) or not run_id.strip():
+        raise _refuse(name, 'the summary has no run id (id: %s)' % bdp.show_value(run_id))
+    if label != STOCK:
+        raise _refuse(name, 'run %s is labelled %s, not stock, so it is no stock baseline'
+                      % (run_id, bdp.show_value(label)))
+    if value.get('check_mode'):
+        raise _refuse(name, 'run %s ran in check mode and measured nothing' % run_id)
+    try:
+        when = datetime.datetime.strptime(str(value.get('time')), TIME_FORMAT).replace(tzinfo=datetime.timezone.utc)
+    except ValueError:
+        raise _refuse(name, 'run %s has no time to order it by (time: %s)' % (run_id, bdp.show_value(value.get('time'))))
+    order = value.get('order')
+    if isinstance(order, bool) or not isinstance(order, (int, float)):
+        order = when.timestamp()
+    pairs = [_given_pair(name, index, pair) for index, pair in enumerate(value['pairs'])]
+    return {'schema': SCHEMA, 'id': run_id, 'time': when.strftime(TIME_FORMAT), 'order': order, 'label': STOCK,
+            'check_mode': False, 'pairs': pairs, 'given': True}
 
 
 def mbit(bps):

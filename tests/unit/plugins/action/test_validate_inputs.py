@@ -78,7 +78,10 @@ def test_the_role_defaults_pass():
     assert check(mtu=9000, play_peers=lambda: [('198.18.0.2', 'ansible_host of host b')]) == []
 
 
-@pytest.mark.parametrize('name', sorted(name for name, option in vi.load_specs().items() if option.get('type') != 'dict'))
+# verify_baseline (raw: its reader's message, not the argument spec's, names what it is) takes a mapping, a verify
+# summary; its reader's refusals are tested below.
+@pytest.mark.parametrize('name', sorted(name for name, option in vi.load_specs().items()
+                                        if option.get('type') != 'dict' and name != 'verify_baseline'))
 def test_every_variable_refuses_a_mapping_and_names_itself(name):
     message = only(check(play_peers=peers(('b', 'inventory name of host b')), **{name: {'x': 1}}))
     shown = '(the value is not shown: it holds passwords)' if specs_module.is_secret(vi.load_specs()[name]) else '{x: 1}'
@@ -1004,3 +1007,73 @@ def test_the_nic_role_needs_interfaces_or_peers():
 ])
 def test_the_nic_interfaces_and_peers_are_read_by_the_module_rules(variables, message):
     assert only(check(**variables)).startswith(message)
+
+
+# ----------------------------------------------------------------------------- job artifacts as extra variables (AWX)
+
+def stock_summary():
+    """The verify_baseline artifact of a stock run, as the report module leaves it (through JSON, as AWX keeps it)."""
+    import datetime
+    import json
+    from ansible_collections.bdp.wan_tune.plugins.module_utils.verify import verify_report
+    with open(os.path.join(ROOT, 'tests', 'unit', 'fixtures', 'verify', 'lab-stock.json')) as handle:
+        run = verify_report.build_run(json.load(handle), 'stock',
+                                      datetime.datetime(2026, 11, 22, 19, 45, tzinfo=datetime.timezone.utc))
+    return json.loads(json.dumps(verify_report.artifacts(run)))
+
+
+def earlier_job_artifacts():
+    """Every key a job of the collection leaves in its artifacts, each with a value of its shape: the verify role's
+    (the report module's artifacts) and every set_stats key of the roles and playbooks (wan_tune, migrate)."""
+    found = stock_summary()
+    for key in specs_module.artifacts():
+        found.setdefault(key, {'h1': {'state': 'present', 'changed': True}})
+    return found
+
+
+def test_the_artifacts_of_an_earlier_job_are_not_refused_by_any_playbook(monkeypatch):
+    """AWX passes a job's artifacts to the next job of a workflow as extra variables: wan_tune.yml (every input
+    checked), verify.yml and migrate.yml (the names, names_only) must take them."""
+    artifacts = earlier_job_artifacts()
+    assert {'verify', 'verify_baseline', 'wan_tune', 'migrate'} <= set(artifacts)
+    monkeypatch.setattr(vi, 'extra_var_names', lambda loader: frozenset(artifacts) | {'rate', 'rtt'})
+    variables = dict(artifacts, inventory_hostname='a', rate='1g', rtt='98')
+    for args in ({}, {'names_only': True}):
+        result = run_action(dict(variables), args=args)
+        assert result.get('failed') is not True and 'warnings' not in result, (args, result)
+    assert check(**artifacts) == []
+    # the names alone: nothing of them is undeclared, nor a slip of a declared name
+    assert vi.name_checks(variables, frozenset(artifacts)) == ([], [])
+
+
+def test_an_artifact_name_with_another_value_is_still_a_typo(monkeypatch):
+    # -e wan_tune=absent meant wan_tune_state=absent: wan_tune is declared only as the job artifact, a mapping
+    monkeypatch.setattr(vi, 'extra_var_names', lambda loader: frozenset(('wan_tune',)))
+    result = run_action({'inventory_hostname': 'a', 'wan_tune': 'absent'}, args={'names_only': True})
+    assert result['failed'] is True and '- wan_tune: no role or playbook of bdp.wan_tune declares this variable' \
+        in result['msg'] and 'did you mean wan_tune_state' in result['msg'], result['msg']
+
+
+@pytest.mark.parametrize('value, start', [
+    ([1], 'verify_baseline: is a list, not a verify summary; expected the verify_baseline artifact of a run labelled '
+          'stock'),
+    ('{"pair": {"key": "a -> b"}}', 'verify_baseline: is a mapping without a pairs list (its keys: pair)'),
+    ({'label': 'stock', 'id': 'x', 'time': '2026-11-22T19:45:00Z', 'pairs': [{'status': 'PASS'}]},
+     'verify_baseline: pairs[0] has no key'),
+])
+def test_a_bad_verify_baseline_is_refused_by_the_playbook_and_the_role_check(value, start):
+    # wan_tune.yml checks it with every input (the canary runs the verify role); the role's own check, before any test
+    assert only(check(verify_baseline=value)).startswith(start)
+    result = run_action({'inventory_hostname': 'a', 'verify_baseline': value, 'verify_streams': 1},
+                        args={'role': 'verify'})
+    assert result.get('failed') is not True and len(result['problems']) == 1
+    assert result['problems'][0].startswith(start) and result['msg'] == result['problems'][0]
+
+
+def test_a_stock_summary_passes_both_checks_as_a_mapping_or_its_json_text():
+    import json
+    summary = stock_summary()['verify_baseline']
+    for value in (summary, json.dumps(summary), {}, ''):
+        assert check(verify_baseline=value) == []
+        result = run_action({'inventory_hostname': 'a', 'verify_baseline': value}, args={'role': 'verify'})
+        assert result['problems'] == [], result

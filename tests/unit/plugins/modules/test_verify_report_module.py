@@ -101,3 +101,52 @@ def test_an_older_run_file_in_the_directory_still_renders(run_module, tmp_path):
     assert all(pair['baseline_run'] == '20261120T100000Z' for pair in result['results'])
     page = (tmp_path / 'report.html').read_text()
     assert '2 runs shown of 2 kept' in page and page.count('<h3>Hosts</h3>') == 1
+
+
+def test_a_fresh_directory_shows_the_stock_baseline_of_an_earlier_job(run_module, tmp_path):
+    """AWX: the stock run's job left verify_baseline in its artifacts; the tuned run's job starts with an empty
+    report directory and gets it as an extra variable (here through JSON, as AWX keeps artifacts)."""
+    stock = run_module(verify_report.main, {'results': load('lab-stock.json'), 'label': 'stock',
+                                            'report_dir': str(tmp_path / 'job1')})
+    assert stock['rc'] == 0 and sorted(stock['artifacts']) == ['verify', 'verify_baseline']
+    artifact = json.loads(json.dumps(stock['artifacts']['verify_baseline']))
+    assert artifact == stock['artifacts']['verify'] and artifact['id'] == stock['run']['id']
+    assert 'hosts' not in artifact and all('msg' not in pair for pair in artifact['pairs'])
+    directory = tmp_path / 'job2'
+    tuned = run_module(verify_report.main, {'results': load('lab-tuned.json'), 'label': 'tuned',
+                                            'report_dir': str(directory), 'baseline': artifact})
+    assert tuned['rc'] == 0 and tuned['passed'] is True
+    assert tuned['msg'].endswith('; stock baseline: run %s, given as verify_baseline).' % stock['run']['id'])
+    by_key = dict((pair['key'], pair) for pair in stock['results'])
+    saved = json.loads((directory / os.path.basename(tuned['files']['json'])).read_text())
+    for pair, kept in zip(tuned['results'], saved['pairs']):
+        assert pair['baseline_bps'] == kept['baseline_bps'] == by_key[pair['key']]['receiver_bps']
+        assert pair['baseline_run'] == kept['baseline_run'] == stock['run']['id']
+    text = (directory / 'report.md').read_text()
+    for pair in tuned['results']:
+        assert '| %.1f (%s) | PASS |' % (pair['baseline_bps'] / 1e6, stock['run']['id']) in text
+    # the tuned run is no baseline: its artifacts say so
+    assert sorted(tuned['artifacts']) == ['verify'] and tuned['artifacts']['verify']['label'] == 'tuned'
+    # its JSON text (-e verify_baseline='{...}') does the same; without it the fresh directory has no baseline
+    again = run_module(verify_report.main, {'results': load('lab-tuned.json'), 'label': 'tuned',
+                                            'report_dir': str(tmp_path / 'job3'), 'baseline': json.dumps(artifact)})
+    assert [pair['baseline_run'] for pair in again['results']] == [stock['run']['id']] * 2
+    alone = run_module(verify_report.main, {'results': load('lab-tuned.json'), 'label': 'tuned',
+                                            'report_dir': str(tmp_path / 'job4')})
+    assert [pair['baseline_run'] for pair in alone['results']] == [None, None]
+    assert '| - | PASS |' in (tmp_path / 'job4' / 'report.md').read_text()
+
+
+def test_a_baseline_that_is_no_stock_summary_fails_before_anything_is_written(run_module, tmp_path):
+    bad = {'label': 'stock', 'id': '20261122T194500Z', 'time': '2026-11-22T19:45:00Z', 'pairs': [{'status': 'PASS'}]}
+    result = run_module(verify_report.main, {'results': load('lab-tuned.json'), 'report_dir': str(tmp_path / 'r'),
+                                             'baseline': bad})
+    assert result['rc'] == 1 and result['msg'].startswith('verify_baseline: pairs[0] has no key'), result['msg']
+    assert not (tmp_path / 'r').exists()
+
+
+def test_check_mode_leaves_a_summary_and_no_baseline(run_module, tmp_path):
+    result = run_module(verify_report.main, {'results': load('loopback-check-mode.json'), 'label': 'stock',
+                                             'report_dir': str(tmp_path), '_ansible_check_mode': True})
+    assert result['rc'] == 0 and sorted(result['artifacts']) == ['verify']
+    assert result['artifacts']['verify']['check_mode'] is True and result['artifacts']['verify']['passed'] is None

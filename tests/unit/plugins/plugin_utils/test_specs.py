@@ -164,3 +164,26 @@ def test_tagged_and_vaulted_values():
     assert AnsibleTagHelper.tags(tagged) and specs.closest('jumbo_mtu_value', tagged)[0] == 'jumbo_mtu_target'
     vaulted = EncryptedString(ciphertext='$ANSIBLE_VAULT;1.1;AES256\n6162\n')
     assert specs._fits(vaulted, {'type': 'str'}) is False
+
+
+def test_the_job_artifacts_are_declared_as_mappings_and_are_no_result_of_a_role():
+    """set_stats keys (the job's artifacts: AWX passes them to the next job as extra variables, which beat set_fact):
+    declared as mappings, and none of them is also a fact or a registered result of a role, which the extra variable
+    would hide."""
+    assert {'wan_tune', 'migrate'} <= specs.artifacts()
+    results = specs.declared() - set(specs.options())
+    assert not specs.artifacts() & results, specs.artifacts() & results
+    for name in specs.artifacts():
+        assert specs.undeclared({name: {'h1': {}}}) == []
+    # the verify role's, which its report module names
+    from ansible_collections.bdp.wan_tune.plugins.module_utils.verify import verify_report
+    for name in (verify_report.ARTIFACT, verify_report.BASELINE_ARTIFACT):
+        assert name not in results and specs.undeclared({name: {'pairs': []}}) == []
+    assert verify_report.BASELINE_ARTIFACT in specs.options()       # what the role reads it back as
+
+
+def test_a_set_stats_key_is_found_in_a_task_tree():
+    found, stats = set(), set()
+    specs._task_names([{'block': [{'ansible.builtin.set_stats': {'data': {'x_artifact': 1}, 'per_host': False}},
+                                  {'set_stats': {'data': '{{ templated }}'}}]}], found, stats)
+    assert stats == {'x_artifact'} and found == set()
