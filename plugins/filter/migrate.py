@@ -36,8 +36,10 @@ def migrate_target(sender, hostvars, module='', user='', transport=_rsyncd.TRANS
                         'of the host that receives the tree).' % sender)
         return {'problems': problems}
     if receiver not in hostvars:
-        problems.append('migrate_target: %r is not a host of the inventory; expected the inventory name of the '
-                        'receiver, whose rsync_daemon variables say where the tree goes.' % (receiver,))
+        problems.append('migrate_target: %r is not a host of this inventory; expected the inventory name of the '
+                        'receiver, whose rsync_daemon variables say where the tree goes. Under AWX job slicing a slice '
+                        'holds only its own hosts: run the migration unsliced (job_slice_count 1; --limit keeps the '
+                        'whole inventory and is fine).' % (receiver,))
         return {'problems': problems}
     try:
         sender_address = str(_peers.address_of(sender, hostvars[sender])[0])

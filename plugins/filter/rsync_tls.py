@@ -12,10 +12,11 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.bdp.wan_tune.plugins.module_utils.transfer import rsynctls
 
 
-def rsync_tls_layout(migration, sources=None, client_dir=rsynctls.CLIENT_DIR, ca_dir=rsynctls.CA_DIR,
-                     port=rsynctls.TLS_PORT):
-    """The paths and environment of one migration (its name given, or derived from the inventory ``sources``)."""
-    return rsynctls.layout(rsynctls.migration_name(migration, sources), client_dir, ca_dir, port)
+def rsync_tls_layout(migration, sources=None, client_dir=rsynctls.CLIENT_DIR, ca_dir=rsynctls.CONTROLLER_CA_DIR,
+                     port=rsynctls.TLS_PORT, receiver='', state_dir=rsynctls.STATE_DIR):
+    """The paths and environment of one receiver's migration (its name given, or derived from the inventory
+    ``sources``)."""
+    return rsynctls.layout(rsynctls.migration_name(migration, sources), client_dir, ca_dir, port, receiver, state_dir)
 
 
 def rsync_tls_names(names):
@@ -34,7 +35,7 @@ def rsync_tls_validity(cert_not_after, ca_not_after, days):
 
 
 def rsync_tls_sender_ids(receivers, predict=()):
-    """The client identities to issue: one per sender and migration of the play's receivers."""
+    """The client identities to issue: one per sender and receiver of the play's receivers."""
     try:
         return rsynctls.sender_identities(receivers, predict)
     except (ValueError, KeyError, TypeError) as exc:

@@ -12,19 +12,14 @@ from ansible_collections.bdp.wan_tune.plugins.module_utils.transfer import rsync
 from ansible_collections.bdp.wan_tune.plugins.plugin_utils import tls_ca
 
 
-def rsync_daemon_problems(settings, inventory=None, sources=None, hostvars=None, host=None):
+def rsync_daemon_problems(settings, inventory=None, sources=None):
     """{modules, users, address, ...} -> a list of messages (empty when every input is usable); no password shown.
     ``inventory``: the inventory's host names (tls_senders must be among them); ``sources``: the inventory sources
-    (the migration's name is derived from them when none is given); ``hostvars`` and ``host``: the receivers of the
-    inventory, and this one, for the rule that a migration's receivers sign with one CA."""
+    (the migration's name is derived from them when none is given)."""
     if not isinstance(settings, dict):
         raise AnsibleFilterError('rsync_daemon_problems: expected a mapping of the daemon settings')
     dummy, problems = rsyncd.check(settings)
-    problems += tls_ca.problems(settings, inventory=inventory, sources=sources)
-    if hostvars is not None and host and not problems and settings.get('transport', rsyncd.TRANSPORT) != 'plain':
-        conflict = tls_ca.migration_conflict(host, hostvars, inventory or [], sources)
-        problems += [conflict] if conflict else []
-    return problems
+    return problems + tls_ca.problems(settings, inventory=inventory, sources=sources)
 
 
 class FilterModule(object):

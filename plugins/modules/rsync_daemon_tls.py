@@ -14,20 +14,25 @@ description:
     before and after that, under the host's run lock (one state-changing step of the collection at a time).
   - "O(state=present) on a receiver (O(server=true)): before the first change, keeps a record of what was there
     (whether O(wrap_path) existed, a unit file of the same name, which it keeps a copy of); refuses a O(wrap_path)
-    whose marks of the collection's block are broken (a lone BEGIN would make blockinfile add a second block) before
-    anything changes; makes O(directory); records the receiver's O(migration) and O(senders) (and returns the ones
-    recorded before, whose client files a moved receiver releases); and reports whether the daemon runs, how many
-    transfers it serves (the rsync processes stunnel started; its libwrap helpers are not counted) and whether its
-    unit file is newer than the running daemon (a restart is owed)."
-  - "O(state=present) on a sender (O(server=false)): makes O(directory), the directory of one migration's trust
-    anchor, certificate and key (one per O(migration) under the same parent), and records which O(receivers) use it.
-    Client files of version 0.3, which lay in the parent directory itself, are removed (they belong to no
-    migration)."
+    whose marks of the collection's block are broken (a lone BEGIN would make blockinfile add a second block), and a
+    CA directory O(ca_dir) with one of its two files or a key that others can read, before anything changes; makes
+    O(directory) and O(ca_dir) (root's, 0700); records the receiver's O(migration), O(senders) and O(ca_dir) (and
+    returns the ones recorded before, whose client files a moved receiver releases; the CA of the migration it left
+    is removed, since no sender holds a certificate of it any more); returns the migration CA's certificate when the
+    receiver has one; and reports whether the daemon runs, how many transfers it serves (the rsync processes stunnel
+    started; its libwrap helpers are not counted) and whether its unit file is newer than the running daemon (a
+    restart is owed)."
+  - "O(state=present) on a sender (O(server=false)): makes, below O(directory), the directory of the trust anchor,
+    certificate and key that the sender holds for each of O(receivers) in O(migration),
+    C(<directory>/<migration>/<receiver>/), and records it. Where earlier versions left one identity for the whole
+    migration in C(<directory>/<migration>/), its files are copied into a receiver's directory that has none (the
+    certificate is kept when the receiver's CA signed it: nothing is issued anew). Client files of version 0.3, which
+    lay in O(directory) itself, are removed (they belong to no migration)."
   - "O(state=absent) on a receiver: refuses broken marks in O(wrap_path) before anything changes (the role's
-    blockinfile then removes the block), removes the receiver's files and directory, puts back a unit file that was
-    there before, and returns the migration and senders it recorded. On a sender, O(receivers) stop using
-    O(migration)'s directory; it goes when no receiver is left (another migration's files stay), and the parent
-    directory once no migration is left."
+    blockinfile then removes the block), removes the receiver's files, its directory and its migration CA, puts back a
+    unit file that was there before, and returns the migration and senders it recorded. On a sender, the directories
+    of O(receivers) in O(migration) go; the migration's directory goes when no receiver is left (another migration's
+    files stay), and O(directory) once no migration is left."
 author:
   - bdp.wan_tune maintainers (@bdp-wan-tune)
 options:
@@ -41,9 +46,14 @@ options:
     type: bool
     default: true
   directory:
-    description: The directory of the host's TLS files; for a sender, the directory of one migration.
+    description: The directory of the receiver's TLS files (O(server=true)); on a sender, the parent of its
+      migrations' directories (C(rsync_daemon_tls_client_dir)).
     type: path
     required: true
+  ca_dir:
+    description: The directory of the migration's CA on the receiver (O(server=true), O(state=present)); omitted
+      when the CA is given in variables and signs on the controller.
+    type: path
   migration:
     description: The migration's name (a sender keeps one directory for each).
     type: str
@@ -54,7 +64,7 @@ options:
     elements: str
     default: []
   receivers:
-    description: The receivers that use this sender's directory of O(migration) (O(server=false)).
+    description: The receivers for which the sender holds an identity in O(migration) (O(server=false)).
     type: list
     elements: str
     default: []
@@ -79,11 +89,11 @@ EXAMPLES = r"""
     migration: dc1-to-dc2
   register: prepared
 
-- name: Remove one migration's client files from a sender
+- name: Remove the client files a sender holds for dc2-a in one migration
   bdp.wan_tune.rsync_daemon_tls:
     state: absent
     server: false
-    directory: /etc/bdp-wan-tune/rsync-tls-client/dc1-to-dc2
+    directory: /etc/bdp-wan-tune/rsync-tls-client
     migration: dc1-to-dc2
     receivers: [dc2-a]
 """
@@ -115,6 +125,10 @@ senders_before:
   returned: state=present and server=true
   type: list
   elements: str
+ca_cert:
+  description: The certificate (PEM) of the migration CA in O(ca_dir); empty when the receiver has none yet.
+  returned: state=present and server=true
+  type: str
 migration:
   description: The migration the receiver served, as recorded (null when there was no record).
   returned: state=absent and server=true
@@ -129,7 +143,8 @@ wrap_existed:
   returned: state=absent and server=true
   type: bool
 receivers_left:
-  description: The receivers that still use the sender's directory of O(migration) (it stays while one does).
+  description: The receivers for which the sender still holds an identity in O(migration) (its directory stays while
+    one is left).
   returned: state=absent and server=false, when the sender had that migration
   type: list
   elements: str
@@ -150,6 +165,7 @@ check_mode:
 import datetime
 import os
 import shutil
+import stat
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -165,8 +181,8 @@ def record_path(params):
     return os.path.join(params['state_dir'], SERVER_RECORD if params['server'] else CLIENT_RECORD)
 
 
-def make_directories(directory, result, check_mode):
-    """Make ``directory`` and its missing parents (0755); the ones made, outermost first."""
+def make_directories(directory, result, check_mode, mode=0o755):
+    """Make ``directory`` and its missing parents (``mode``); the ones made, outermost first."""
     missing = []
     path = directory.rstrip('/')
     while path and not os.path.isdir(path):
@@ -175,8 +191,8 @@ def make_directories(directory, result, check_mode):
     for path in missing:
         result['files'][path] = 'made'
         if not check_mode:
-            os.mkdir(path, 0o755)
-            os.chmod(path, 0o755)
+            os.mkdir(path, mode)
+            os.chmod(path, mode)
     return missing
 
 
@@ -249,15 +265,51 @@ def refuse_broken_marks(module, wrap, result):
     return text
 
 
+def ca_state(module, ca_dir, result):
+    """The certificate (PEM) of the CA in ``ca_dir`` ('' when there is none); fails before anything changes when the
+    directory holds one file of the two, or a key that is not root's and 0600."""
+    cert, key = (os.path.join(ca_dir, tls.CA_FILES[name]) for name in ('cert', 'key'))
+    if not os.path.lexists(cert) and not os.path.lexists(key):
+        return ''
+    problem = None
+    if not os.path.lexists(key) or not os.path.lexists(cert):
+        problem = '%s holds %s but not %s' % ((ca_dir,) + ((cert, key) if os.path.lexists(cert) else (key, cert)))
+    else:
+        info = os.lstat(key)
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != 0 or info.st_mode & 0o077:
+            problem = 'the CA key %s is not a file of root\'s with mode 0600 (uid %d, mode %04o)' % (
+                key, info.st_uid, info.st_mode & 0o7777)
+    if problem:
+        module.fail_json(msg='The migration CA on this receiver is not usable: %s. Nothing was changed: mend it (chown '
+                             'root:root, chmod 600), or remove the directory to have a new CA made (the senders then '
+                             'get new certificates).' % problem, **result)
+    return files.read_text(cert) or ''
+
+
+def remove_tree(path, result, check_mode, why='removed'):
+    """Remove the files of a directory of the collection's own, then the directory."""
+    if not os.path.isdir(path):
+        return
+    for name in sorted(os.listdir(path)):
+        result['files'][os.path.join(path, name)] = why
+    result['files'][path] = why
+    if not check_mode:
+        shutil.rmtree(path)
+
+
 def server_present(module, params, result):
     wrap = params['wrap_path']
     text = refuse_broken_marks(module, wrap, result)
     result['wrap_mode'] = '%04o' % (os.stat(wrap).st_mode & 0o7777) if text is not None else None
+    result['ca_cert'] = ca_state(module, params['ca_dir'], result) if params['ca_dir'] else ''
     record = files.load_record(record_path(params))
     result['migration_before'], result['senders_before'] = record.get('migration'), record.get('senders')
     result['active'], result['transfers'], result['restart_pending'] = daemon_state(module, params['service'],
                                                                                     tls.UNIT_PATH)
     made = make_directories(params['directory'], result, module.check_mode)
+    if params['ca_dir']:
+        made += make_directories(params['state_dir'], result, module.check_mode)
+        made += make_directories(params['ca_dir'], result, module.check_mode, 0o700)
     first = not record
     if first:
         record = {'directory': params['directory'], 'made': made, 'kept': {},
@@ -267,8 +319,15 @@ def server_present(module, params, result):
                                                          os.path.basename(tls.UNIT_PATH))
     else:
         record['made'] = record.get('made', []) + made
-    moved = (record.get('migration'), record.get('senders')) != (params['migration'], sorted(params['senders']))
-    record['migration'], record['senders'] = params['migration'], sorted(params['senders'])
+    # The CA of a migration the receiver left (or of its own, now that a CA is given): no sender keeps a certificate
+    # of it (the role releases their files), so it goes.
+    left = record.get('ca_dir')
+    if left and left != params['ca_dir']:
+        remove_tree(left, result, module.check_mode, 'removed (the receiver no longer signs with this CA)')
+    moved = (record.get('migration'), record.get('senders'), record.get('ca_dir')) != (
+        params['migration'], sorted(params['senders']), params['ca_dir'])
+    record['migration'], record['senders'], record['ca_dir'] = params['migration'], sorted(params['senders']), \
+        params['ca_dir']
     result['changed'] = bool(made) or first or moved
     if module.check_mode or not result['changed']:
         return
@@ -293,16 +352,47 @@ def client_record(module, params, result):
                     os.unlink(path)
         record = {'parent': directory, 'made': record.get('made') or [], 'migrations': {}}
         result['changed'] = True
-    return record or {'parent': os.path.dirname(params['directory'].rstrip('/')), 'made': [], 'migrations': {}}
+    return record or {'parent': params['directory'].rstrip('/'), 'made': [], 'migrations': {}}
+
+
+def copy_file(source, target, mode):
+    """Copy ``source`` to ``target``, created with ``mode`` from its first byte (a key is never wider than 0600)."""
+    with open(source, 'rb') as handle:
+        data = handle.read()
+    tmp = '%s.%d.tmp' % (target, os.getpid())
+    out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    with os.fdopen(out, 'wb') as handle:
+        handle.write(data)
+    os.chmod(tmp, mode)
+    os.rename(tmp, target)
+
+
+def adopt(migration_dir, directory, result, check_mode):
+    """Copy the one identity that earlier versions kept for the whole migration (in ``migration_dir``) into a
+    receiver's ``directory`` that has none: the certificate is kept where this receiver's CA signed it."""
+    names = sorted(tls.CLIENT_FILES.values())
+    if not all(os.path.isfile(os.path.join(migration_dir, name)) for name in names) or \
+            any(os.path.lexists(os.path.join(directory, name)) for name in names):
+        return
+    for name in names:
+        target = os.path.join(directory, name)
+        result['files'][target] = 'copied from %s (the layout of earlier versions)' % migration_dir
+        if not check_mode:
+            copy_file(os.path.join(migration_dir, name), target, 0o600 if name == tls.CLIENT_FILES['key'] else 0o644)
 
 
 def client_present(module, params, result):
     record = client_record(module, params, result)
-    record['made'] += make_directories(params['directory'], result, module.check_mode)
     users = record['migrations'].setdefault(params['migration'], [])
-    added = [name for name in params['receivers'] if name not in users]
-    users.extend(added)
-    result['changed'] = result['changed'] or bool(result['files']) or bool(added)
+    migration_dir = os.path.join(record['parent'], params['migration'])
+    for receiver in params['receivers']:
+        directory = tls.client_dir(record['parent'], params['migration'], receiver)
+        record['made'] += make_directories(directory, result, module.check_mode)
+        adopt(migration_dir, directory, result, module.check_mode)
+        if receiver not in users:
+            users.append(receiver)
+            result['changed'] = True
+    result['changed'] = result['changed'] or bool(result['files'])
     if not module.check_mode and result['changed']:
         files.save_record(module, record_path(params), record)
 
@@ -322,6 +412,8 @@ def server_absent(module, params, result):
             result['files'][path] = 'removed'
             if not module.check_mode:
                 os.unlink(path)
+    if record.get('ca_dir'):
+        remove_tree(record['ca_dir'], result, module.check_mode)
     copy = (record.get('kept') or {}).get(tls.UNIT_PATH)
     if copy and os.path.exists(copy):
         result['files'][tls.UNIT_PATH] = 'restored'
@@ -348,19 +440,23 @@ def client_absent(module, params, result):
     record = client_record(module, params, result)
     users = record['migrations'].get(params['migration'])
     if users is not None:
-        left = [name for name in users if name not in params['receivers']]
-        result['changed'] = result['changed'] or left != users
+        gone = [name for name in users if name in params['receivers']]
+        migration_dir = os.path.join(record['parent'], params['migration'])
+        for receiver in gone:
+            remove_tree(tls.client_dir(record['parent'], params['migration'], receiver), result, module.check_mode)
+        left = [name for name in users if name not in gone]
+        result['changed'] = result['changed'] or bool(gone)
         record['migrations'][params['migration']] = left
         result['receivers_left'] = left
         if not left:
             del record['migrations'][params['migration']]
-            for name in sorted(tls.CLIENT_FILES.values()):
-                path = os.path.join(params['directory'], name)
+            for name in sorted(tls.CLIENT_FILES.values()):      # the one identity of earlier versions
+                path = os.path.join(migration_dir, name)
                 if os.path.lexists(path):
                     result['files'][path] = 'removed'
                     if not module.check_mode:
                         os.unlink(path)
-            leftover = [params['directory']]
+            leftover = [migration_dir]
             if not record['migrations']:
                 leftover += record['made'] + own_dir(record['parent'])
             remove_empty(leftover, result, module.check_mode)
@@ -374,6 +470,7 @@ def main():
             state=dict(type='str', choices=['present', 'absent'], default='present'),
             server=dict(type='bool', default=True),
             directory=dict(type='path', required=True),
+            ca_dir=dict(type='path'),
             migration=dict(type='str', required=True),
             senders=dict(type='list', elements='str', default=[]),
             receivers=dict(type='list', elements='str', default=[]),

@@ -1,13 +1,14 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, bdp.wan_tune contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The migration CA on the controller, read before any host changes: the CA directory of the migration, or the CA
-given in variables, must be usable (both files, the key 0600, a CA that matches its key and lasts more than 30 days).
+"""The migration CA as the controller sees it, read before any host changes: a CA given in variables, or one that an
+earlier version made in the controller's CA directory (which the role moves to the receiver), must be usable (both
+files, the key 0600, a CA that matches its key and lasts more than 30 days).  The CA the receiver makes and keeps
+is checked on the receiver (the module rsync_daemon_tls).
 
 Controller only (the filter rsync_daemon_problems and the action plugin validate_inputs).  It reads with the Python
 ``cryptography`` library that ansible-core itself requires and makes nothing: the CA, the keys, the requests and the
-certificates are made by community.crypto in roles/rsync_daemon/tasks (tls_ca.yml, tls_identity.yml).  Also the rule
-that the receivers of one migration sign with one CA, over the whole inventory.
+certificates are made by community.crypto in roles/rsync_daemon/tasks (tls_ca.yml, tls_identity.yml).
 """
 
 import datetime
@@ -62,13 +63,15 @@ def key_mode_problem(path, var):
 
 
 def dir_problems(ca_dir, var='rsync_daemon_tls_ca_dir'):
-    """Problems with a CA directory on the controller (none when it does not exist yet: it is made)."""
+    """Problems with a migration's CA directory that an earlier version made on the controller (none when there is
+    none: the receiver makes its own CA)."""
     ca_dir = os.path.expanduser(ca_dir)
     cert, key = os.path.join(ca_dir, CA_CERT), os.path.join(ca_dir, CA_KEY)
     if not os.path.exists(cert) and not os.path.exists(key):
         return []
     if not os.path.exists(cert):
-        return ['%s: %s holds ca.key but no ca.crt; expected both, or neither (a new CA is made).' % (var, ca_dir)]
+        return ['%s: %s holds ca.key but no ca.crt; expected both (the role moves them to the receiver), or neither '
+                '(the receiver makes its own CA).' % (var, ca_dir)]
     problem = key_mode_problem(key, var)
     if problem:
         return [problem]
@@ -127,9 +130,10 @@ def load_files(ca_dir):
 
 def problems(settings, names=None, inventory=None, sources=None):
     """Every problem with the TLS settings (rsynctls.check), then with the CA they name: the given CA certificate and
-    key (parsed, matching, a CA, valid for more than 30 days) or the migration's CA directory on the controller
-    (``<tls_ca_dir>/<migration>``: both files or neither, ca.key 0600).  ``inventory``: the inventory's host names;
-    ``sources``: the inventory sources, from which the migration's name is derived when none is given."""
+    key (parsed, matching, a CA, valid for more than 30 days), or the migration's CA directory that an earlier
+    version made on the controller (``<tls_ca_dir>/<migration>``: both files or neither, ca.key 0600), which the
+    role moves to a receiver that has no CA yet.  ``inventory``: the inventory's host names; ``sources``: the
+    inventory sources, from which the migration's name is derived when none is given."""
     found = rsynctls.check(settings, names, inventory)
     if found or settings.get('transport', rsynctls.TRANSPORT) == 'plain':
         return found
@@ -139,26 +143,10 @@ def problems(settings, names=None, inventory=None, sources=None):
         except CaError as exc:
             return [str(exc)]
         return []
-    ca_dir = settings.get('tls_ca_dir', rsynctls.CA_DIR)
+    ca_dir = settings.get('tls_ca_dir', rsynctls.CONTROLLER_CA_DIR)
     if not isinstance(ca_dir, str) or not ca_dir.strip():
-        return ['rsync_daemon_tls_ca_dir: %s is not a directory path; expected a directory on the controller for '
-                'the migration CAs, such as %s.' % ('empty' if not ca_dir else repr(ca_dir), rsynctls.CA_DIR)]
-    layout = rsynctls.layout(rsynctls.migration_name(settings.get('tls_migration'), sources), ca_dir=ca_dir)
-    return dir_problems(layout['ca']['dir'])
-
-
-def migration_conflict(host, hostvars, hosts, sources=None):
-    """The refusal when ``host`` and another receiver of the inventory (a host with modules and the TLS daemon) are
-    in one migration but sign with different CAs, or None; read from their variables, before any host changes."""
-    receivers = []
-    for name in hosts:
-        values = hostvars[name]
-        transport = values.get('rsync_daemon_transport', rsynctls.TRANSPORT)
-        if not values.get('rsync_daemon_modules') or transport not in ('tls', 'both'):
-            continue
-        migration = rsynctls.migration_name(values.get('rsync_daemon_tls_migration') or '', sources)
-        given = values.get('rsync_daemon_tls_ca_cert') or ''
-        ca_dir = values.get('rsync_daemon_tls_ca_dir') or rsynctls.CA_DIR
-        receivers.append((name, migration, rsynctls.signer(
-            {'given': bool(given), 'pem': given, 'cert': rsynctls.layout(migration, ca_dir=ca_dir)['ca']['cert']})))
-    return rsynctls.ca_conflict(receivers, host)
+        return ['rsync_daemon_tls_ca_dir: %s is not a directory path; expected the controller directory where an '
+                'earlier version kept the migration CAs, such as %s (it is read only to move a CA to its receiver).'
+                % ('empty' if not ca_dir else repr(ca_dir), rsynctls.CONTROLLER_CA_DIR)]
+    layout = rsynctls.layout(rsynctls.migration_name(settings.get('tls_migration'), sources), controller_ca_dir=ca_dir)
+    return dir_problems(layout['controller_ca']['dir'])

@@ -384,9 +384,8 @@ def setup_transports(lab, workdir, streams, quiet=False):
     # the playbook's opt-in rsync_daemon=true and the daemon's module, as an operator would write them.
     os.makedirs(os.path.join(workdir, 'group_vars'), exist_ok=True)
     # transport both: the cleartext rows measure 873, the TLS rows 874 (mutual TLS: A gets its client certificate
-    # from the role as a listed sender); the migration CA stays in the lab's working directory.
+    # from the role as a listed sender); the migration CA lives on B, the receiver.
     receiver = {'rsync_daemon': True, 'rsync_daemon_streams': streams, 'rsync_daemon_transport': 'both',
-                'rsync_daemon_tls_ca_dir': os.path.join(workdir, 'rsync_tls_ca'),
                 'rsync_daemon_tls_migration': TLS_MIGRATION,
                 'rsync_daemon_tls_senders': [lab.host_name('A')], 'rsync_daemon_tls_names': [lab.address('B')],
                 'rsync_daemon_modules': [{'name': 'xfer', 'path': DEST, 'comment': 'transfer lab', 'read_only': False,
@@ -431,7 +430,8 @@ def commands(lab, method, streams, ssh_streams=8):
     rsync_ssh = 'rsync -a -e "ssh %s"' % ssh_opts
     daemon = 'rsync -a --password-file=%s' % PASSWORD_FILE
     tls = '%s RSYNC_SSL_OPENSSL=%s rsync-ssl --type=openssl -a --password-file=%s' % (
-        TLS['env'], OPENSSL_BRIEF, PASSWORD_FILE)
+        rsynctls.layout(TLS_MIGRATION, port=TLS_PORT, receiver=lab.host_name('B'))['env'], OPENSSL_BRIEF,
+        PASSWORD_FILE)
     url = 'rsync://%s@%s/%s' % (RSYNC_USER, dst, MODULE)
     single = {'scp': 'scp -q -r %s %s root@%s:%s/scp' % (ssh_opts, SRC, dst, DEST),
               'rsync_ssh': '%s %s/ root@%s:%s/rsync_ssh/' % (rsync_ssh, SRC, dst, DEST),

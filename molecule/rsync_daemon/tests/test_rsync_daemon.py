@@ -6,6 +6,7 @@ certificate and a client that trusts another CA fail; a read works; a module tha
 the peer). The receiver's certificate is for servers only and the sender's for clients only: each is refused in the
 other's place. The continuity across a re-run and a second migration are proven in side_effect.yml."""
 
+import hashlib
 import json
 import os
 import subprocess
@@ -34,9 +35,19 @@ def forms(password):
 
 
 PEER = {'rsync-a': ('rsync-b', '198.18.3.12'), 'rsync-b': ('rsync-a', '198.18.3.11')}
-CLIENT = '/etc/bdp-wan-tune/rsync-tls-client/m1'
 SERVER = '/etc/bdp-wan-tune/rsync-tls'
-ENV = 'RSYNC_SSL_CA_CERT=%s/ca.crt RSYNC_SSL_CERT=%s/host.crt RSYNC_SSL_KEY=%s/host.key' % (CLIENT, CLIENT, CLIENT)
+CA = '/var/lib/bdp_wan_tune/rsync-tls-ca/m1'
+
+
+def client_dir(receiver):
+    """A sender's directory of the identity it holds for ``receiver``'s daemon in the migration m1."""
+    return '/etc/bdp-wan-tune/rsync-tls-client/m1/' + receiver
+
+
+def env_of(receiver):
+    """rsync-ssl's environment on a sender of ``receiver``."""
+    return 'RSYNC_SSL_CA_CERT={0}/ca.crt RSYNC_SSL_CERT={0}/host.crt RSYNC_SSL_KEY={0}/host.key'.format(
+        client_dir(receiver))
 
 
 @pytest.fixture
@@ -94,10 +105,12 @@ def test_no_password_in_the_journal_or_any_other_file(host, name):
 
 @pytest.mark.parametrize('directory, name, usage', [(SERVER, 'host', 'TLS Web Server Authentication'),
                                                     (SERVER, 'self', 'TLS Web Client Authentication'),
-                                                    (CLIENT, 'host', 'TLS Web Client Authentication')])
+                                                    (None, 'host', 'TLS Web Client Authentication')])
 def test_keys_and_certificates(host, directory, name, usage):
     """Each key root's and 0600; each certificate signed by the migration's CA (its common name names m1) for one
-    usage only: the receiver's daemon serverAuth, its self-check and the sender clientAuth."""
+    usage only: the receiver's daemon serverAuth, its self-check and the sender (None: its directory for the peer it
+    sends to) clientAuth."""
+    directory = directory or client_dir(PEER[host.check_output('hostname')][0])
     key = host.file('%s/%s.key' % (directory, name))
     assert key.user == 'root' and key.group == 'root' and key.mode == 0o600
     assert 'PRIVATE KEY' in host.check_output('head -1 %s/%s.key', directory, name)
@@ -142,16 +155,16 @@ def test_only_tls_listens(host):
     assert not host.socket('tcp://0.0.0.0:873').is_listening and not host.socket('tcp://:::873').is_listening
 
 
-def send(client, address, user, password, target, env=ENV):
+def send(client, address, user, password, target, env):
     url = 'rsync://%s%s/incoming/%s' % ('%s@' % user if user else '', address, target)
     return client.run('printf data > /tmp/payload && %s RSYNC_PASSWORD=%s USER=nobody-anonymous timeout 60 '
                       'rsync-ssl --type=openssl --timeout=30 /tmp/payload %s' % (env, '%s', '%s'), password, url)
 
 
-def test_authenticated_transfer_from_the_peer(host, peer):
+def test_authenticated_transfer_from_the_peer(host, peer, name):
     client, address = peer
     target = 'from-peer-%s' % uuid.uuid4().hex
-    result = send(client, address, 'migrate', PASSWORD, target)
+    result = send(client, address, 'migrate', PASSWORD, target, env_of(name))
     assert result.rc == 0, result.stderr
     landed = host.file('/srv/incoming/' + target)
     assert landed.exists and landed.user == 'xfer' and landed.content_string == 'data'
@@ -159,33 +172,33 @@ def test_authenticated_transfer_from_the_peer(host, peer):
 
 
 @pytest.mark.parametrize('user', sorted(AWKWARD))
-def test_awkward_passwords_authenticate_from_the_peer(host, peer, user):
+def test_awkward_passwords_authenticate_from_the_peer(host, peer, name, user):
     client, address = peer
     target = 'awkward-%s-%s' % (user, uuid.uuid4().hex)
-    result = send(client, address, user, AWKWARD[user], target)
+    result = send(client, address, user, AWKWARD[user], target, env_of(name))
     assert result.rc == 0, result.stderr
     assert host.file('/srv/incoming/' + target).exists
     host.run('rm -f /srv/incoming/%s', target)
 
 
 @pytest.mark.parametrize('user, password', [('migrate', 'not-the-password'), (None, '')])
-def test_wrong_password_and_anonymous_write_fail(host, peer, user, password):
+def test_wrong_password_and_anonymous_write_fail(host, peer, name, user, password):
     client, address = peer
     target = 'refused-%s' % uuid.uuid4().hex
-    result = send(client, address, user, password, target)
+    result = send(client, address, user, password, target, env_of(name))
     assert result.rc != 0 and 'auth failed' in result.stdout + result.stderr
     assert not host.file('/srv/incoming/' + target).exists
 
 
 @pytest.mark.parametrize('env', [
-    'RSYNC_SSL_CA_CERT=%s/ca.crt' % CLIENT,                                   # no client certificate
-    'RSYNC_SSL_CA_CERT=/etc/ssl/certs/ca-certificates.crt RSYNC_SSL_CERT=%s/host.crt RSYNC_SSL_KEY=%s/host.key'
-    % (CLIENT, CLIENT),                                                       # trusts other CAs
+    'RSYNC_SSL_CA_CERT={0}/ca.crt',                                           # no client certificate
+    'RSYNC_SSL_CA_CERT=/etc/ssl/certs/ca-certificates.crt RSYNC_SSL_CERT={0}/host.crt RSYNC_SSL_KEY={0}/host.key',
+    # trusts other CAs
 ])
-def test_refused_in_the_handshake(host, peer, env):
+def test_refused_in_the_handshake(host, peer, name, env):
     client, address = peer
     target = 'no-cert-%s' % uuid.uuid4().hex
-    result = send(client, address, 'migrate', PASSWORD, target, env=env)
+    result = send(client, address, 'migrate', PASSWORD, target, env=env.format(client_dir(name)))
     output = result.stdout + result.stderr
     assert result.rc != 0 and 'did not see server greeting' in output and '@ERROR' not in output, output
     assert not host.file('/srv/incoming/' + target).exists
@@ -203,23 +216,24 @@ def test_plain_rsync_from_the_peer_fails(host, peer):
 def test_read_from_the_peer_and_no_listing(host, peer, name):
     client, address = peer
     read = client.run('%s timeout 60 rsync-ssl --type=openssl rsync://%s/pub/hello.txt /tmp/hello-%s' % (
-        ENV, '%s', '%s'), address, name)
+        env_of(name), '%s', '%s'), address, name)
     assert read.rc == 0, read.stderr
     assert client.file('/tmp/hello-%s' % name).content_string == 'hello from %s\n' % name
-    listing = client.run('%s timeout 60 rsync-ssl --type=openssl rsync://%s/' % (ENV, '%s'), address)
+    listing = client.run('%s timeout 60 rsync-ssl --type=openssl rsync://%s/' % (env_of(name), '%s'), address)
     assert 'incoming' not in listing.stdout and 'pub' not in listing.stdout
 
 
-def test_the_handshake_is_tls13_with_an_aead_cipher(host, peer):
+def test_the_handshake_is_tls13_with_an_aead_cipher(host, peer, name):
     client, address = peer
+    own = client_dir(name)
     out = client.run('openssl s_client -connect %s:874 -brief -verify_return_error -CAfile %s/ca.crt -cert %s/host.crt '
-                     '-key %s/host.key </dev/null' % (address, CLIENT, CLIENT, CLIENT))
+                     '-key %s/host.key </dev/null' % (address, own, own, own))
     text = out.stdout + out.stderr
     assert 'Protocol version: TLSv1.3' in text and 'Verification: OK' in text, text
     assert 'Ciphersuite: TLS_AES_256_GCM_SHA384' in text or 'Ciphersuite: TLS_CHACHA20_POLY1305_SHA256' in text
     # TLS 1.2 without AEAD is refused
     weak = client.run('openssl s_client -connect %s:874 -tls1_2 -cipher AES256-SHA -CAfile %s/ca.crt -cert %s/host.crt '
-                      '-key %s/host.key </dev/null' % (address, CLIENT, CLIENT, CLIENT))
+                      '-key %s/host.key </dev/null' % (address, own, own, own))
     assert 'Cipher is (NONE)' in weak.stdout + weak.stderr or weak.rc != 0
 
 
@@ -255,11 +269,11 @@ def test_each_module_holds_its_own_sources_under_tls(host, peer, name):
     list = no, tells the client the module is unknown rather than that it exists)."""
     client, address = peer
     read = client.run('%s timeout 60 rsync-ssl --type=openssl rsync://%s/pub/hello.txt /tmp/pub-%s' % (
-        ENV, '%s', '%s'), address, name)
+        env_of(name), '%s', '%s'), address, name)
     assert read.rc == 0, read.stderr
     since = host.check_output('date +%Y-%m-%d\\ %H:%M:%S')
     refused = client.run('%s timeout 60 rsync-ssl --type=openssl rsync://%s/self-only/hello.txt /tmp/self-%s' % (
-        ENV, '%s', '%s'), address, name)
+        env_of(name), '%s', '%s'), address, name)
     output = refused.stdout + refused.stderr
     assert refused.rc != 0 and "@ERROR: Unknown module 'self-only'" in output, output
     assert not client.file('/tmp/self-%s' % name).exists
@@ -281,11 +295,32 @@ def test_the_server_certificate_is_refused_as_a_client(host, peer):
     assert not host.file('/srv/incoming/' + target).exists
 
 
-def test_a_sender_certificate_is_refused_as_a_server(host):
+def test_a_sender_certificate_is_refused_as_a_server(host, name):
     """A TLS server that shows a sender's certificate (clientAuth only): rsync-ssl's client refuses it."""
+    receiver = PEER[name][0]
     server = host.run('cd /tmp && (timeout 20 openssl s_server -quiet -accept 127.0.0.1:9875 -cert %s/host.crt '
-                      '-key %s/host.key </dev/null >/dev/null 2>&1 &) && sleep 1', CLIENT, CLIENT)
+                      '-key %s/host.key </dev/null >/dev/null 2>&1 &) && sleep 1', client_dir(receiver),
+                      client_dir(receiver))
     assert server.rc == 0
-    result = host.run('RSYNC_SSL_PORT=9875 %s timeout 15 rsync-ssl --type=openssl rsync://127.0.0.1/incoming/' % ENV)
+    result = host.run('RSYNC_SSL_PORT=9875 %s timeout 15 rsync-ssl --type=openssl rsync://127.0.0.1/incoming/'
+                      % env_of(receiver))
     output = result.stdout + result.stderr
     assert result.rc != 0 and 'unsuitable certificate purpose' in output, output
+
+
+def test_the_ca_moved_from_the_controller_to_the_receiver_and_nothing_was_issued_anew(host, name):
+    """prepare.yml set the daemons up with an earlier version, which kept the migration CA on the controller (the
+    ephemeral directory) and one identity per migration on each sender, and kept the serials it issued; the converge
+    with this version moved the CA to each receiver (root's: the key 0600 in a 0700 directory), copied the sender's
+    identity into its directory for the receiver, and issued nothing anew."""
+    controller = os.path.join(os.environ['MOLECULE_EPHEMERAL_DIRECTORY'], 'rsync_tls_ca', 'm1')
+    for item in ('ca.crt', 'ca.key'):
+        with open(os.path.join(controller, item), 'rb') as handle:
+            wanted = hashlib.sha256(handle.read()).hexdigest()
+        assert host.check_output('sha256sum %s/%s', CA, item).split()[0] == wanted, item
+    key, directory = host.file(CA + '/ca.key'), host.file(CA)
+    assert (key.user, key.mode, directory.user, directory.mode) == ('root', 0o600, 'root', 0o700)
+    serials = host.check_output(
+        'for f in %s/host.crt %s/self.crt %s/host.crt; do openssl x509 -noout -serial -in "$f"; done', SERVER,
+        SERVER, client_dir(PEER[name][0]))
+    assert serials.split() == host.file('/root/serials.before').content_string.split(), serials

@@ -81,7 +81,8 @@ def target(sender, receiver, receiver_vars, sender_address, module=None, user=No
     if subdir != '/' and not SUBDIR_RE.match(subdir):
         raise TargetError('migrate_subdir: %r is not a directory name; expected %s.' % (subdir, SUBDIR_HELP))
     layout = rsynctls.layout(rsynctls.migration_name(settings['tls_migration'], sources),
-                             settings['tls_client_dir'] or rsynctls.CLIENT_DIR, port=int(settings['tls_port']))
+                             settings['tls_client_dir'] or rsynctls.CLIENT_DIR, port=int(settings['tls_port']),
+                             receiver=receiver)
     dest = chosen['path'].rstrip('/') + ('' if subdir == '/' else '/' + subdir)
     owners = str(chosen.get('uid')) in ('root', '0')
     return {'receiver': receiver, 'module': chosen['name'], 'path': chosen['path'], 'dest': dest, 'owners': owners,
@@ -118,5 +119,4 @@ def url(item, host):
 def unit_name(receiver, module):
     """The sender's systemd unit for the migration to ``receiver``'s ``module``: one per pair, so that a second
     migration of the same pair finds the first running."""
-    return 'bdp-migrate-%s-%s.service' % (re.sub(r'[^A-Za-z0-9_.-]', '-', receiver),
-                                          re.sub(r'[^A-Za-z0-9_.-]', '-', module))
+    return 'bdp-migrate-%s-%s.service' % (rsynctls.path_name(receiver), rsynctls.path_name(module))

@@ -16,9 +16,11 @@ reaches rsync: libwrap (``libwrap = yes``; a block of the collection's own in /e
 the modules' sources for the service ``bdp-rsync-tls`` only), and the client's certificate, which must chain to the
 migration's CA and carry clientAuth (``verifyChain``, ``requireCert``; OpenSSL checks the purpose).
 
-One migration, one trust domain: the CA lives on the controller in ``<ca_dir>/<migration>/``, a sender keeps its
-files for each migration in ``<client_dir>/<migration>/``, receivers hold serverAuth-only certificates, senders
-clientAuth-only ones, and a receiver proves its own daemon with a client identity of its own (``self.crt``).
+One receiver of one migration, one trust domain: the CA lives on the receiver that serves the migration, root's
+and 0600 in ``<state_dir>/rsync-tls-ca/<migration>/`` (nothing of it on the controller, which AWX starts afresh for
+every job), or is given in variables; a sender keeps its files for each migration and receiver in
+``<client_dir>/<migration>/<receiver>/``, receivers hold serverAuth-only certificates, senders clientAuth-only ones,
+and a receiver proves its own daemon with a client identity of its own (``self.crt``).
 """
 
 import hashlib
@@ -54,11 +56,16 @@ SERVICE_NAME = 'bdp-rsync-tls'
 SERVICE = SERVICE_NAME + '.service'
 UNIT_PATH = '/etc/systemd/system/' + SERVICE
 DIR = '/etc/bdp-wan-tune/rsync-tls'                     # the receiver's files
-CLIENT_DIR = '/etc/bdp-wan-tune/rsync-tls-client'       # a sender's files: one directory per migration below it
-CA_DIR = '~/.bdp_wan_tune/rsync_tls_ca'                  # on the controller: one CA directory per migration below it
+CLIENT_DIR = '/etc/bdp-wan-tune/rsync-tls-client'       # a sender's files: <migration>/<receiver>/ below it
+STATE_DIR = '/var/lib/bdp_wan_tune'                     # the receiver's CAs: rsync-tls-ca/<migration>/ below it
+CA_SUBDIR = 'rsync-tls-ca'
+# Earlier versions kept the CAs on the controller, one directory per migration below this one: a run that finds the
+# migration's CA there (and none on the receiver) moves it to the receiver, so that nothing is issued anew.
+CONTROLLER_CA_DIR = '~/.bdp_wan_tune/rsync_tls_ca'
 WRAP_PATH = '/etc/hosts.allow'
 # The receiver's files in DIR: the trust anchor, its server certificate and key, the stunnel configuration, and the
-# client identity of its own self-check.  A sender's files in <client_dir>/<migration>: ca, cert, key.
+# client identity of its own self-check.  A sender's files in <client_dir>/<migration>/<receiver>: ca, cert, key
+# (earlier versions: in <client_dir>/<migration>, which the module rsync_daemon_tls copies into the receiver's).
 SERVER_FILES = {'ca': 'ca.crt', 'cert': 'host.crt', 'key': 'host.key', 'conf': 'stunnel.conf',
                 'self_cert': 'self.crt', 'self_key': 'self.key'}
 CLIENT_FILES = {'ca': 'ca.crt', 'cert': 'host.crt', 'key': 'host.key'}
@@ -77,19 +84,37 @@ RSYNC = '/usr/bin/rsync'
 SERVER_MESSAGES = '-M--no-msgs2stderr'
 
 
-def layout(migration, client_dir=CLIENT_DIR, ca_dir=CA_DIR, port=TLS_PORT):
-    """Every path of the TLS daemon for one migration: {migration, name (the stunnel and libwrap service), service,
-    unit, wrap, server: {dir, ca, cert, key, conf, self_cert, self_key}, client: {dir, ca, cert, key}, ca: {dir,
-    cert, key}, env, env_vars, ciphersuites, ciphers, ca_days, server_messages (the rsync option that brings the
-    daemon's messages to the sender), marks (of the block in /etc/hosts.allow)}.  ``env_vars`` is the environment
-    rsync-ssl reads on a sender, ``env`` the same as a shell prefix."""
-    client = os.path.join(client_dir, migration)
-    authority = os.path.join(os.path.expanduser(ca_dir), migration)
+def path_name(name):
+    """An inventory name as one path component (and a systemd unit name's part): letters, digits, _ . - kept, any
+    other character a -, never . or .. alone."""
+    text = re.sub(r'[^A-Za-z0-9_.-]', '-', str(name))
+    return '_' + text if text.strip('.') == '' else text
+
+
+def client_dir(parent, migration, receiver):
+    """A sender's directory of the identity it holds for ``receiver``'s daemon in ``migration``."""
+    return os.path.join(parent, migration, path_name(receiver))
+
+
+def layout(migration, client_parent=CLIENT_DIR, controller_ca_dir=CONTROLLER_CA_DIR, port=TLS_PORT, receiver='',
+           state_dir=STATE_DIR):
+    """Every path of the TLS daemon of ``receiver`` for one migration: {migration, name (the stunnel and libwrap
+    service), service, unit, wrap, server: {dir, ca, cert, key, conf, self_cert, self_key}, client: {parent, dir, ca,
+    cert, key} (a sender's files for this receiver), ca: {dir, cert, key} (the migration's CA on the receiver),
+    controller_ca: {dir, cert, key} (where earlier versions kept it, on the controller), env, env_vars,
+    ciphersuites, ciphers, ca_days, server_messages (the rsync option that brings the daemon's messages to the
+    sender), marks (of the block in /etc/hosts.allow)}.  ``env_vars`` is the environment rsync-ssl reads on a
+    sender, ``env`` the same as a shell prefix."""
+    client = client_dir(client_parent, migration, receiver)
+    authority = os.path.join(state_dir, CA_SUBDIR, migration)
+    before = os.path.join(os.path.expanduser(controller_ca_dir), migration)
     out = {'migration': migration, 'name': SERVICE_NAME, 'service': SERVICE, 'unit': UNIT_PATH, 'wrap': WRAP_PATH,
            'server': dict([('dir', DIR)] + [(key, os.path.join(DIR, name)) for key, name in SERVER_FILES.items()]),
-           'client': dict([('dir', client)]
+           'client': dict([('parent', client_parent), ('dir', client)]
                           + [(key, os.path.join(client, name)) for key, name in CLIENT_FILES.items()]),
-           'ca': dict([('dir', authority)] + [(key, os.path.join(authority, name)) for key, name in CA_FILES.items()])}
+           'ca': dict([('dir', authority)] + [(key, os.path.join(authority, name)) for key, name in CA_FILES.items()]),
+           'controller_ca': dict([('dir', before)]
+                                 + [(key, os.path.join(before, name)) for key, name in CA_FILES.items()])}
     out['env_vars'] = {'RSYNC_SSL_CA_CERT': out['client']['ca'], 'RSYNC_SSL_CERT': out['client']['cert'],
                        'RSYNC_SSL_KEY': out['client']['key'], 'RSYNC_SSL_PORT': str(int(port))}
     out['env'] = ' '.join('%s=%s' % (key, out['env_vars'][key]) for key in ENV_ORDER)
@@ -241,8 +266,8 @@ def check(settings, names=None, inventory=None):
         given, missing = ('tls_ca_cert', 'tls_ca_key') if cert else ('tls_ca_key', 'tls_ca_cert')
         problems.append('%s: is set but %s is empty (with transport %s): the collection signs the host certificates '
                         'with the CA, so it needs both; expected both (the CA certificate and its private key, PEM, '
-                        'best from Ansible Vault), or neither (a CA of the collection\'s own in '
-                        'rsync_daemon_tls_ca_dir on the controller).' % (name(given), name(missing), transport))
+                        'best from Ansible Vault), or neither (a CA the receiver makes and keeps).'
+                        % (name(given), name(missing), transport))
     elif cert and (not isinstance(cert, str) or not PEM_CERT_RE.search(cert)):
         problems.add(name('tls_ca_cert'), cert, 'is not a PEM certificate', 'the CA certificate in PEM form '
                      '(-----BEGIN CERTIFICATE----- ...)')
@@ -265,47 +290,22 @@ def platform_problem(transport, os_family, major_version, distribution=None):
 
 
 # ----------------------------------------------------------------------------- the senders of a play's receivers
-def signer(ca):
-    """What identifies the CA a receiver signs with: its certificate when it is given, else its directory."""
-    return ('given', (ca.get('pem') or '').strip()) if ca.get('given') else ('directory', ca.get('cert'))
-
-
-def ca_conflict(receivers, host=None):
-    """The refusal when two receivers of one migration sign with different CAs (a sender's one directory for the
-    migration would flip between them), or None.  ``receivers``: [(host, migration, signer)]; ``host``: only a
-    conflict that involves this host."""
-    first = {}
-    for name, migration, identity in receivers:
-        other, known = first.setdefault(migration, (name, identity))
-        if known != identity and host in (None, name, other):
-            return ('rsync_daemon_tls_migration: the receivers %s and %s are both in the migration %s but sign with '
-                    'different CAs, so their senders\' files for it would flip between them; expected one CA for '
-                    'each migration (the same rsync_daemon_tls_ca_dir, or the same rsync_daemon_tls_ca_cert and '
-                    'rsync_daemon_tls_ca_key), or different rsync_daemon_tls_migration names. Nothing was changed.'
-                    % (other, name, migration))
-    return None
-
-
 def sender_identities(receivers, predict=()):
     """The client identities to issue for the senders of ``receivers`` (each {receiver, senders, migration, client,
-    ca, days, state_dir}, as the role keeps it on every receiver): one per sender and migration however many
-    receivers list the sender, from the first receiver that does, with every receiver that does in ``receivers``.
-    ``predict``: senders where check mode cannot read or make anything yet.  Two receivers of one migration that
-    sign with different CAs are refused (validation refuses them before any host changes already)."""
-    conflict = ca_conflict([(item['receiver'], item['migration'], signer(item['ca'])) for item in receivers])
-    if conflict:
-        raise ValueError(conflict)
-    identities = {}
+    ca, days, state_dir}, as the role keeps it on every receiver): one per sender and receiver, in the sender's
+    directory for that receiver (each receiver signs with its own CA).  ``predict``: senders where check mode cannot
+    read or make anything yet."""
+    identities = []
     for receiver in receivers:
         for sender in receiver['senders']:
-            identity = identities.setdefault((sender, receiver['migration']), {
-                'host': sender, 'receiver': receiver['receiver'], 'receivers': [], 'migration': receiver['migration'],
+            identities.append({
+                'host': sender, 'receiver': receiver['receiver'], 'migration': receiver['migration'],
                 'key': receiver['client']['key'], 'cert': receiver['client']['cert'],
-                'anchor': receiver['client']['ca'], 'dir': receiver['client']['dir'], 'common_name': sender,
-                'names': [], 'usage': 'clientAuth', 'ca': receiver['ca'], 'days': receiver['days'],
-                'predict': sender in predict, 'state_dir': receiver['state_dir']})
-            identity['receivers'].append(receiver['receiver'])
-    return [identities[key] for key in sorted(identities)]
+                'anchor': receiver['client']['ca'], 'dir': receiver['client']['dir'],
+                'parent': receiver['client']['parent'], 'common_name': sender, 'names': [], 'usage': 'clientAuth',
+                'ca': receiver['ca'], 'days': receiver['days'], 'predict': sender in predict,
+                'state_dir': receiver['state_dir']})
+    return sorted(identities, key=lambda item: (item['host'], item['migration'], item['receiver']))
 
 
 # ----------------------------------------------------------------------------- the outer gate: /etc/hosts.allow

@@ -137,6 +137,10 @@ def test_commands_name_the_transports():
         @staticmethod
         def address(host):
             return wanlab.ADDR[host]
+
+        @staticmethod
+        def host_name(host):
+            return 'bdp-lab-' + host.lower()
     lab = Lab()
     assert transfer.commands(lab, 'scp', 4).startswith('scp -q -r -o BatchMode=yes /srv/xfer/src root@198.18.0.2:')
     assert 'rsync://xfer@198.18.0.2/xfer/rsync_daemon/' in transfer.commands(lab, 'rsync_daemon', 4)
@@ -144,9 +148,10 @@ def test_commands_name_the_transports():
     assert parallel.count('--files-from=/srv/xfer/parts/3/') == 3 and 'wait $p || rc=1' in parallel
     assert 'echo "stream 2 $s $(date +%s.%N)" >&2' in parallel
     tls = transfer.commands(lab, 'rsync_tls', 4)
-    assert tls.startswith('RSYNC_SSL_CA_CERT=/etc/bdp-wan-tune/rsync-tls-client/transfer-lab/ca.crt '
-                          'RSYNC_SSL_CERT=/etc/bdp-wan-tune/rsync-tls-client/transfer-lab/host.crt '
-                          'RSYNC_SSL_KEY=/etc/bdp-wan-tune/rsync-tls-client/transfer-lab/host.key RSYNC_SSL_PORT=874 ')
+    assert tls.startswith('RSYNC_SSL_CA_CERT=/etc/bdp-wan-tune/rsync-tls-client/transfer-lab/bdp-lab-b/ca.crt '
+                          'RSYNC_SSL_CERT=/etc/bdp-wan-tune/rsync-tls-client/transfer-lab/bdp-lab-b/host.crt '
+                          'RSYNC_SSL_KEY=/etc/bdp-wan-tune/rsync-tls-client/transfer-lab/bdp-lab-b/host.key '
+                          'RSYNC_SSL_PORT=874 ')
     assert 'rsync-ssl --type=openssl -a --password-file=' in tls and tls.endswith('rsync://xfer@198.18.0.2/xfer/rsync_tls/')
     assert transfer.commands(lab, 'rsync_tls_parallel', 4).count('rsync-ssl ') == 4
     ssh = transfer.commands(lab, 'rsync_ssh_parallel', 4, ssh_streams=8)

@@ -1,9 +1,11 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, bdp.wan_tune contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""rsync_daemon_tls on real files in tmp_path: a receiver's record, directory and broken marks of /etc/hosts.allow
-(refused before anything changes); a sender's directories of two migrations, each rolled back alone; the client
-files of 0.3 removed; check mode changes nothing; a second run changes nothing."""
+"""rsync_daemon_tls on real files in tmp_path: a receiver's record, directory, migration CA directory (0700, refused
+when broken, removed when the receiver leaves the migration) and broken marks of /etc/hosts.allow (refused before
+anything changes); a sender's directories, one per migration and receiver, each rolled back alone; the one identity
+per migration of earlier versions copied into each receiver's directory; the client files of 0.3 removed; check mode
+changes nothing; a second run changes nothing."""
 
 from __future__ import annotations
 
@@ -34,7 +36,7 @@ def server(root, **kwargs):
 
 
 def client(root, migration, **kwargs):
-    base = {'directory': str(root / 'etc' / 'bdp-wan-tune' / 'rsync-tls-client' / migration), 'server': False,
+    base = {'directory': str(root / 'etc' / 'bdp-wan-tune' / 'rsync-tls-client'), 'server': False,
             'migration': migration, 'receivers': ['r1'], 'state_dir': str(root / 'state')}
     base.update(kwargs)
     return base
@@ -114,32 +116,71 @@ def test_broken_marks_are_refused_before_anything_changes(root, run_module, text
     assert not (root / 'etc').exists() and not (root / 'state').exists()
 
 
-def test_a_sender_of_two_receivers_keeps_its_files_until_the_last_one_goes(root, run_module):
-    run_module(rsync_daemon_tls.main, client(root, 'm1', receivers=['r1', 'r2']))
-    (root / 'etc' / 'bdp-wan-tune' / 'rsync-tls-client' / 'm1' / 'host.key').write_text('key')
+def test_a_sender_of_two_receivers_holds_one_identity_for_each(root, run_module):
+    parent = root / 'etc' / 'bdp-wan-tune' / 'rsync-tls-client'
+    made = run_module(rsync_daemon_tls.main, client(root, 'm1', receivers=['r1', 'r2']))
+    assert made['changed'] and (parent / 'm1' / 'r1').is_dir() and (parent / 'm1' / 'r2').is_dir()
+    assert not run_module(rsync_daemon_tls.main, client(root, 'm1', receivers=['r2', 'r1']))['changed']
+    for receiver in ('r1', 'r2'):
+        (parent / 'm1' / receiver / 'host.key').write_text(receiver)
     one = run_module(rsync_daemon_tls.main, client(root, 'm1', state='absent', receivers=['r1']))
-    assert one['changed'] and one['receivers_left'] == ['r2']
-    assert (root / 'etc' / 'bdp-wan-tune' / 'rsync-tls-client' / 'm1' / 'host.key').exists()
+    assert one['changed'] and one['receivers_left'] == ['r2'] and not (parent / 'm1' / 'r1').exists()
+    assert (parent / 'm1' / 'r2' / 'host.key').read_text() == 'r2'
     last = run_module(rsync_daemon_tls.main, client(root, 'm1', state='absent', receivers=['r2']))
     assert last['changed'] and last['receivers_left'] == [] and not (root / 'etc').exists()
     assert not (root / 'state').exists()
 
 
 def test_a_sender_in_two_migrations_loses_one_at_a_time(root, run_module):
+    parent = root / 'etc' / 'bdp-wan-tune' / 'rsync-tls-client'
     for migration in ('m1', 'm2'):
         made = run_module(rsync_daemon_tls.main, client(root, migration))
-        assert made['changed'] and (root / 'etc' / 'bdp-wan-tune' / 'rsync-tls-client' / migration).is_dir()
+        assert made['changed'] and (parent / migration / 'r1').is_dir()
         for name in rsynctls.CLIENT_FILES.values():
-            (root / 'etc' / 'bdp-wan-tune' / 'rsync-tls-client' / migration / name).write_text(migration)
+            (parent / migration / 'r1' / name).write_text(migration)
     assert not run_module(rsync_daemon_tls.main, client(root, 'm1'))['changed']
 
     gone = run_module(rsync_daemon_tls.main, client(root, 'm2', state='absent'))
-    assert gone['changed'] and not (root / 'etc' / 'bdp-wan-tune' / 'rsync-tls-client' / 'm2').exists()
-    assert (root / 'etc' / 'bdp-wan-tune' / 'rsync-tls-client' / 'm1' / 'host.crt').read_text() == 'm1'
+    assert gone['changed'] and not (parent / 'm2').exists()
+    assert (parent / 'm1' / 'r1' / 'host.crt').read_text() == 'm1'
     assert not run_module(rsync_daemon_tls.main, client(root, 'm2', state='absent'))['changed']
     checked = run_module(rsync_daemon_tls.main, dict(client(root, 'm1', state='absent'), _ansible_check_mode=True))
-    assert checked['changed'] and (root / 'etc' / 'bdp-wan-tune' / 'rsync-tls-client' / 'm1').is_dir()
+    assert checked['changed'] and (parent / 'm1' / 'r1' / 'host.crt').exists()
     run_module(rsync_daemon_tls.main, client(root, 'm1', state='absent'))
+    assert not (root / 'etc' / 'bdp-wan-tune').exists() and not (root / 'state').exists()
+
+
+def test_the_one_identity_of_earlier_versions_is_copied_to_each_receiver_and_kept_until_the_last_goes(root,
+                                                                                                      run_module):
+    """Earlier versions kept one identity per migration, <client_dir>/<migration>/, for every receiver; a running
+    migration of that version points at it, so it stays until the migration's last receiver goes."""
+    parent = root / 'etc' / 'bdp-wan-tune' / 'rsync-tls-client'
+    (parent / 'm1').mkdir(parents=True)
+    for name in rsynctls.CLIENT_FILES.values():
+        (parent / 'm1' / name).write_text('earlier ' + name)
+    (root / 'state').mkdir()
+    (root / 'state' / 'rsync_daemon_tls_client.json').write_text(json.dumps(
+        {'parent': str(parent), 'made': [str(parent.parent), str(parent), str(parent / 'm1')],
+         'migrations': {'m1': ['r1', 'r2']}}))
+    predicted = run_module(rsync_daemon_tls.main, dict(client(root, 'm1', receivers=['r1', 'r2']),
+                                                       _ansible_check_mode=True))
+    assert predicted['changed'] and not (parent / 'm1' / 'r1').exists()
+    adopted = run_module(rsync_daemon_tls.main, client(root, 'm1', receivers=['r1', 'r2']))
+    assert adopted['changed']
+    for receiver in ('r1', 'r2'):
+        for name in rsynctls.CLIENT_FILES.values():
+            path = parent / 'm1' / receiver / name
+            assert path.read_text() == 'earlier ' + name
+            assert adopted['files'][str(path)].startswith('copied from %s' % (parent / 'm1'))
+            assert os.stat(str(path)).st_mode & 0o777 == (0o600 if name == 'host.key' else 0o644)
+    assert not run_module(rsync_daemon_tls.main, client(root, 'm1', receivers=['r1', 'r2']))['changed']
+    # a receiver's own identity is never overwritten by the earlier one
+    (parent / 'm1' / 'r1' / 'host.crt').write_text('issued for r1')
+    assert not run_module(rsync_daemon_tls.main, client(root, 'm1', receivers=['r1']))['changed']
+    assert (parent / 'm1' / 'r1' / 'host.crt').read_text() == 'issued for r1'
+    run_module(rsync_daemon_tls.main, client(root, 'm1', state='absent', receivers=['r1']))
+    assert (parent / 'm1' / 'host.key').exists() and not (parent / 'm1' / 'r1').exists()
+    run_module(rsync_daemon_tls.main, client(root, 'm1', state='absent', receivers=['r2']))
     assert not (root / 'etc' / 'bdp-wan-tune').exists() and not (root / 'state').exists()
 
 
@@ -152,11 +193,51 @@ def test_the_client_files_of_0_3_are_removed(root, run_module):
     (root / 'state' / 'rsync_daemon_tls_client.json').write_text(json.dumps(
         {'directory': str(old), 'existed': False, 'made': [str(old.parent), str(old)], 'kept': {}}))
     result = run_module(rsync_daemon_tls.main, client(root, 'm1'))
-    assert result['changed'] and sorted(os.listdir(str(old))) == ['m1']
+    assert result['changed'] and sorted(os.listdir(str(old))) == ['m1'] and os.listdir(str(old / 'm1')) == ['r1']
     assert all('layout of 0.3' in what for path, what in result['files'].items() if path.endswith(('.crt', '.key')))
     # the directories 0.3 made are still the collection's: the rollback of the last migration removes them
     run_module(rsync_daemon_tls.main, client(root, 'm1', state='absent'))
     assert not (root / 'etc' / 'bdp-wan-tune').exists() and not (root / 'state').exists()
+
+
+def test_the_receiver_keeps_its_migration_ca_in_a_root_only_directory_and_drops_it_when_it_leaves(root, run_module):
+    ca_dirs = dict((name, root / 'state' / rsynctls.CA_SUBDIR / name) for name in ('m1', 'm2'))
+    first = run_module(rsync_daemon_tls.main, server(root, ca_dir=str(ca_dirs['m1'])))
+    assert first['changed'] and first['ca_cert'] == ''
+    assert os.stat(str(ca_dirs['m1'])).st_mode & 0o777 == 0o700
+    assert os.stat(str(ca_dirs['m1'].parent)).st_mode & 0o777 == 0o700
+    (ca_dirs['m1'] / 'ca.crt').write_text('-----BEGIN CERTIFICATE-----\nm1\n-----END CERTIFICATE-----\n')
+    (ca_dirs['m1'] / 'ca.key').write_text('key of m1')
+    os.chmod(str(ca_dirs['m1'] / 'ca.key'), 0o600)
+    again = run_module(rsync_daemon_tls.main, server(root, ca_dir=str(ca_dirs['m1'])))
+    assert not again['changed'] and 'm1' in again['ca_cert']
+    checked = run_module(rsync_daemon_tls.main, dict(server(root, migration='m2', ca_dir=str(ca_dirs['m2'])),
+                                                     _ansible_check_mode=True))
+    assert checked['changed'] and checked['files'][str(ca_dirs['m1'])].startswith('removed')
+    assert (ca_dirs['m1'] / 'ca.key').exists() and not ca_dirs['m2'].exists()
+    moved = run_module(rsync_daemon_tls.main, server(root, migration='m2', ca_dir=str(ca_dirs['m2'])))
+    assert moved['changed'] and moved['ca_cert'] == '' and not ca_dirs['m1'].exists() and ca_dirs['m2'].is_dir()
+    removed = run_module(rsync_daemon_tls.main, server(root, state='absent'))
+    assert removed['changed'] and not ca_dirs['m2'].exists() and not (root / 'state').exists()
+
+
+@pytest.mark.parametrize('files, mode, words', [
+    ({'ca.crt': 'cert'}, None, 'holds %s but not %s'),
+    ({'ca.key': 'key'}, 0o600, 'holds %s but not %s'),
+    ({'ca.crt': 'cert', 'ca.key': 'key'}, 0o644, 'mode 0644'),
+])
+def test_a_broken_migration_ca_is_refused_before_anything_changes(root, run_module, files, mode, words):
+    ca_dir = root / 'ca'
+    ca_dir.mkdir()
+    for name, text in files.items():
+        (ca_dir / name).write_text(text)
+    if mode is not None:
+        os.chmod(str(ca_dir / 'ca.key'), mode)
+    refused = run_module(rsync_daemon_tls.main, server(root, ca_dir=str(ca_dir)))
+    present, missing = (('ca.crt', 'ca.key') if 'ca.crt' in files else ('ca.key', 'ca.crt'))
+    expected = words % (ca_dir / present, ca_dir / missing) if '%s' in words else words
+    assert refused['rc'] != 0 and 'Nothing was changed' in refused['msg'] and expected in refused['msg']
+    assert not (root / 'etc').exists() and not (root / 'state').exists()
 
 
 def test_the_start_of_the_daemon_is_read_to_the_microsecond():

@@ -51,7 +51,8 @@ def settings(**kwargs):
     return base
 
 
-def test_the_ca_directory_of_the_migration_is_read_not_its_parent(tmp_path):
+def test_the_controller_ca_of_an_earlier_version_is_read_in_the_migrations_directory_not_its_parent(tmp_path):
+    """Earlier versions kept the CA on the controller; the role moves it to the receiver, so it is checked first."""
     make_ca(str(tmp_path / 'ca'))                                   # the flat layout of 0.3: not read any more
     assert tls_ca.problems(settings(tls_ca_dir=str(tmp_path / 'ca'))) == []
     make_ca(str(tmp_path / 'ca' / 'm1'))
@@ -111,13 +112,24 @@ def test_the_migration_name_keeps_two_inventories_apart(tmp_path):
     assert rsynctls.migration_name('dc1-to-dc2', [one]) == 'dc1-to-dc2'
 
 
-def test_the_layout_is_scoped_by_the_migration():
-    layout = rsynctls.layout('m1', '/srv/client', '/ca', 8874)
-    assert layout['ca'] == {'dir': '/ca/m1', 'cert': '/ca/m1/ca.crt', 'key': '/ca/m1/ca.key'}
-    assert layout['client']['dir'] == '/srv/client/m1' and layout['client']['key'] == '/srv/client/m1/host.key'
+def test_the_layout_is_scoped_by_the_migration_and_the_receiver():
+    layout = rsynctls.layout('m1', '/srv/client', '/ca', 8874, 'dc2-a', '/state')
+    assert layout['ca'] == {'dir': '/state/rsync-tls-ca/m1', 'cert': '/state/rsync-tls-ca/m1/ca.crt',
+                            'key': '/state/rsync-tls-ca/m1/ca.key'}
+    assert layout['controller_ca'] == {'dir': '/ca/m1', 'cert': '/ca/m1/ca.crt', 'key': '/ca/m1/ca.key'}
+    assert layout['client']['dir'] == '/srv/client/m1/dc2-a' and layout['client']['parent'] == '/srv/client'
+    assert layout['client']['key'] == '/srv/client/m1/dc2-a/host.key'
     assert layout['server']['self_cert'] == '/etc/bdp-wan-tune/rsync-tls/self.crt'
-    assert layout['env'] == ('RSYNC_SSL_CA_CERT=/srv/client/m1/ca.crt RSYNC_SSL_CERT=/srv/client/m1/host.crt '
-                             'RSYNC_SSL_KEY=/srv/client/m1/host.key RSYNC_SSL_PORT=8874')
+    assert layout['env'] == ('RSYNC_SSL_CA_CERT=/srv/client/m1/dc2-a/ca.crt RSYNC_SSL_CERT=/srv/client/m1/dc2-a/host.crt '
+                             'RSYNC_SSL_KEY=/srv/client/m1/dc2-a/host.key RSYNC_SSL_PORT=8874')
+    assert rsynctls.layout('m1')['ca']['dir'] == '/var/lib/bdp_wan_tune/rsync-tls-ca/m1'
+
+
+@pytest.mark.parametrize('name, component', [('dc2-a', 'dc2-a'), ('dc2 a/b', 'dc2-a-b'), ('..', '_..'), ('.', '_.'),
+                                             ('[2001:db8::1]', '-2001-db8--1-')])
+def test_an_inventory_name_is_one_path_component(name, component):
+    assert rsynctls.path_name(name) == component
+    assert os.path.basename(rsynctls.client_dir('/c', 'm1', name)) == component
 
 
 def test_an_address_is_named_as_ip_and_as_dns():
@@ -139,23 +151,22 @@ def test_validity_renews_within_30_days_and_never_outlives_the_ca():
         rsynctls.validity(None, '20261220000000Z', 180, now)
 
 
-def receiver(name, migration, senders, ca_dir='/ca'):
-    layout = rsynctls.layout(migration, ca_dir=ca_dir)
+def receiver(name, migration, senders):
+    layout = rsynctls.layout(migration, receiver=name)
     return {'receiver': name, 'senders': senders, 'migration': migration, 'client': layout['client'],
-            'ca': {'given': False, 'pem': 'PEM', 'cert': layout['ca']['cert'], 'key': layout['ca']['key'],
+            'ca': {'given': False, 'host': name, 'pem': 'PEM', 'cert': layout['ca']['cert'], 'key': layout['ca']['key'],
                    'not_after': '20290101000000Z'}, 'days': 90, 'state_dir': '/var/lib/bdp_wan_tune'}
 
 
-def test_each_sender_is_issued_once_per_migration():
+def test_each_sender_is_issued_one_identity_per_receiver_signed_by_that_receivers_ca():
     ids = rsynctls.sender_identities([receiver('r1', 'm1', ['s1', 's2']), receiver('r2', 'm1', ['s1']),
                                       receiver('r3', 'm2', ['s1'])], predict=['s2'])
-    assert [(item['host'], item['migration'], item['receiver'], item['receivers']) for item in ids] == [
-        ('s1', 'm1', 'r1', ['r1', 'r2']), ('s1', 'm2', 'r3', ['r3']), ('s2', 'm1', 'r1', ['r1'])]
-    assert ids[0]['days'] == 90
-    assert ids[1]['cert'] == '/etc/bdp-wan-tune/rsync-tls-client/m2/host.crt' and ids[1]['usage'] == 'clientAuth'
-    assert [item['predict'] for item in ids] == [False, False, True]
-    with pytest.raises(ValueError, match='r1 and r2 are both in the migration m1 but sign with different CAs'):
-        rsynctls.sender_identities([receiver('r1', 'm1', ['s1']), receiver('r2', 'm1', ['s1'], ca_dir='/other')])
+    assert [(item['host'], item['migration'], item['receiver'], item['ca']['host']) for item in ids] == [
+        ('s1', 'm1', 'r1', 'r1'), ('s1', 'm1', 'r2', 'r2'), ('s1', 'm2', 'r3', 'r3'), ('s2', 'm1', 'r1', 'r1')]
+    assert ids[0]['days'] == 90 and ids[0]['parent'] == rsynctls.CLIENT_DIR
+    assert ids[1]['cert'] == '/etc/bdp-wan-tune/rsync-tls-client/m1/r2/host.crt' and ids[1]['usage'] == 'clientAuth'
+    assert ids[2]['anchor'] == '/etc/bdp-wan-tune/rsync-tls-client/m2/r3/ca.crt'
+    assert [item['predict'] for item in ids] == [False, False, False, True]
 
 
 def test_the_outer_gate_rules_and_marks():
@@ -177,31 +188,3 @@ def test_tls_is_refused_where_stunnel_has_no_libwrap(family, major, transport, r
     if refused:
         assert problem.startswith('rsync_daemon_transport: %s on Rocky' % transport) and 'libwrap' in problem
         assert problem.endswith('Nothing was changed on this host.')
-
-
-def test_receivers_of_one_migration_sign_with_one_ca_across_the_whole_inventory(tmp_path):
-    """Read from the inventory's variables before any host changes (and in whatever batch each receiver is)."""
-    modules = [{'name': 'in', 'path': '/srv/in'}]
-    hostvars = {
-        'r1': {'rsync_daemon_modules': modules, 'rsync_daemon_tls_migration': 'm1', 'rsync_daemon_tls_ca_dir': '/ca'},
-        'r2': {'rsync_daemon_modules': modules, 'rsync_daemon_tls_migration': 'm1', 'rsync_daemon_tls_ca_dir': '/other'},
-        'r3': {'rsync_daemon_modules': modules, 'rsync_daemon_tls_migration': 'm3', 'rsync_daemon_tls_ca_dir': '/other'},
-        'r4': {'rsync_daemon_modules': modules, 'rsync_daemon_tls_migration': 'm1', 'rsync_daemon_tls_ca_dir': '/ca',
-               'rsync_daemon_transport': 'plain'},
-        'sender': {},
-    }
-    hosts = sorted(hostvars)
-    message = tls_ca.migration_conflict('r2', hostvars, hosts)
-    assert message.startswith('rsync_daemon_tls_migration: the receivers r1 and r2 are both in the migration m1 but '
-                              'sign with different CAs') and message.endswith('Nothing was changed.')
-    assert tls_ca.migration_conflict('r1', hostvars, hosts) == message
-    assert tls_ca.migration_conflict('r3', hostvars, hosts) is None            # another migration
-    assert tls_ca.migration_conflict('sender', hostvars, hosts) is None
-    hostvars['r2']['rsync_daemon_tls_ca_dir'] = '/ca'
-    assert tls_ca.migration_conflict('r2', hostvars, hosts) is None
-    cert, key = make_ca()
-    hostvars['r1'].update(rsync_daemon_tls_ca_cert=cert, rsync_daemon_tls_ca_key=key)
-    hostvars['r2'].update(rsync_daemon_tls_ca_cert=cert + '\n', rsync_daemon_tls_ca_key=key)
-    assert tls_ca.migration_conflict('r2', hostvars, hosts) is None            # the same CA, given twice
-    hostvars['r2']['rsync_daemon_tls_ca_cert'] = make_ca()[0]
-    assert 'different CAs' in tls_ca.migration_conflict('r2', hostvars, hosts)

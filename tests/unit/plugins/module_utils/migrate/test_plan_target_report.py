@@ -63,8 +63,8 @@ def test_the_destination_comes_from_the_receivers_inventory():
     out = _target.target('dc1-a', 'dc2-a', RECEIVER, '198.18.3.11')
     assert (out['module'], out['user'], out['dest'], out['port'], out['max_connections']) == (
         'incoming', 'migrate', '/srv/incoming/dc1-a', 874, 6)
-    assert out['client']['cert'] == '/etc/bdp-wan-tune/rsync-tls-client/m1/host.crt'
-    assert out['env']['RSYNC_SSL_KEY'] == '/etc/bdp-wan-tune/rsync-tls-client/m1/host.key'
+    assert out['client']['cert'] == '/etc/bdp-wan-tune/rsync-tls-client/m1/dc2-a/host.crt'
+    assert out['env']['RSYNC_SSL_KEY'] == '/etc/bdp-wan-tune/rsync-tls-client/m1/dc2-a/host.key'
     assert _target.url(out, '198.18.3.12') == 'rsync://migrate@198.18.3.12:874/incoming/dc1-a/'
     root = _target.target('dc1-a', 'dc2-a', RECEIVER, '198.18.3.11', subdir='/', user='other', transport='tls')
     assert root['dest'] == '/srv/incoming' and _target.url(root, 'h') == 'rsync://other@h:874/incoming/'
@@ -189,10 +189,20 @@ def test_two_senders_that_would_write_one_directory_are_refused():
 
 @pytest.mark.parametrize('values, kwargs, message', [
     ({'wan_peer': ''}, {}, 'migrate_target: dc1-a has no receiver'),
-    ({'migrate_target': 'nowhere'}, {}, "migrate_target: 'nowhere' is not a host of the inventory"),
+    ({'migrate_target': 'nowhere'}, {}, "migrate_target: 'nowhere' is not a host of this inventory"),
     ({}, {'source': 'data'}, "migrate_source: 'data' is not an absolute directory"),
     ({}, {'action': 'go'}, "migrate_action: 'go' is not an action"),
 ])
 def test_the_filter_names_the_variable_of_each_refusal(values, kwargs, message):
     out = migrate_target('dc1-a', hostvars(**{'dc1-a': values}), **dict({'source': '/data'}, **kwargs))
     assert out['problems'] and out['problems'][0].startswith(message), out['problems']
+
+
+def test_a_receiver_in_another_job_slice_is_refused_with_what_to_do():
+    """An AWX job slice's inventory holds only the slice's hosts: a sender whose receiver is in another slice."""
+    slice_of_one = {'dc1-a': dict(hostvars(**{'dc1-a': {}})['dc1-a'])}
+    out = migrate_target('dc1-a', slice_of_one, source='/data')
+    assert out['problems'] == ["migrate_target: 'dc2-a' is not a host of this inventory; expected the inventory name "
+                               "of the receiver, whose rsync_daemon variables say where the tree goes. Under AWX job "
+                               "slicing a slice holds only its own hosts: run the migration unsliced (job_slice_count "
+                               "1; --limit keeps the whole inventory and is fine)."]

@@ -19,10 +19,10 @@ VARS = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', '..', 'ro
 def test_docs_name_the_layout():
     with open(DOC, encoding='utf-8') as handle:
         text = handle.read()
-    layout = rsynctls.layout('dc1-to-dc2')
+    layout = rsynctls.layout('dc1-to-dc2', receiver='dc2-a')
     for path in list(layout['server'].values()) + [layout['unit'], layout['wrap']]:
         assert path in text or os.path.basename(path) in text, path
-    for path in layout['client'].values():
+    for path in list(layout['client'].values()) + list(layout['ca'].values()):
         assert path in text, path
     assert layout['env'].replace(' ', ' \\\n       ') in text or all(part in text for part in layout['env'].split())
     assert layout['server_messages'] in text and layout['service'] in text and layout['name'] in text
