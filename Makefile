@@ -15,14 +15,15 @@ STREAMS ?= 4
 SSH_STREAMS ?= 8
 MIGRATE_SIZE ?= 3g
 
-.PHONY: help setup image ee vm-image demo test check lint sanity units molecule transport-test host-test lab-test jumbo-test vm-test benchmark transfer migrate docs changelog fleet-bench clean
+.PHONY: help setup image ee vm-image demo test check lint sanity units molecule transport-test host-test lab-test ee-test jumbo-test vm-test benchmark transfer migrate docs changelog fleet-bench clean
 
 help:
 	@echo "make demo [RATE=1g RTT=98 LOSS=0 MTU=9000 DURATION=15] [INVENTORY=path]"
 	@echo "                                            set up, then show before/after tuning over the lab link (or tune your inventory)"
 	@echo "make test                                    set up, then run every check CI runs"
 	@echo "make check                                   the inner loop: lint, docs and changelog checks, unit tests (minutes)"
-	@echo "make lint | sanity | units | molecule | transport-test | host-test | lab-test | jumbo-test | vm-test   one part of the tests"
+	@echo "make lint | sanity | units | molecule | transport-test | host-test | lab-test | ee-test | jumbo-test | vm-test"
+	@echo "                                            one part of the tests"
 	@echo "make benchmark [BENCH_ARGS=--quick]        the WAN-lab scenario matrix: docs/benchmarks.md, JSON and PNG"
 	@echo "make transfer [RATE=1g RTT=98 LOSS=0 MTU=9000 SIZE=2g STREAMS=4 SSH_STREAMS=8]"
 	@echo "                                            scp, rsync over SSH (1 and SSH_STREAMS streams), the rsync daemon in cleartext"
@@ -76,6 +77,9 @@ host-test: setup
 
 lab-test: image
 	@bash scripts/test.sh lab
+
+ee-test: image
+	@bash scripts/test.sh ee
 
 jumbo-test: image
 	@bash scripts/test.sh jumbo

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every check of the project; `make test` runs them all (CI: .ci/run).
-#   scripts/test.sh all | check | lint | sanity | units | molecule | transports | host | lab | jumbo | vm
+#   scripts/test.sh all | check | lint | sanity | units | molecule | transports | host | lab | ee | jumbo | vm
 # `check` is the inner loop (make check): lint and the unit tests, a few minutes.
 set -euo pipefail
 # shellcheck source=scripts/env.sh
@@ -70,6 +70,14 @@ lab() {
     python -m pytest tests/integration/test_lab_verify.py -q
     stage "WAN lab: transfers stock vs tuned, 400 MB (scp at the 2 MiB window; the rsync daemon, cleartext and TLS 1.3, >= 3 x scp)"
     python -m pytest tests/integration/test_transfer_lab.py -q
+}
+
+ee() {
+    stage "the execution environment (make ee: scripts/build-ee.sh, incremental) and its contract"
+    bash scripts/build-ee.sh
+    python -m pytest tests/integration/test_ee_image.py -q
+    stage "runs from AWX: six jobs through ansible-runner in the EE, each on a fresh controller, against lab hosts over SSH"
+    python -m pytest tests/integration/test_ee_runner.py -q
 }
 
 jumbo() {
@@ -178,7 +186,7 @@ all() {
     vm_nice 10
     molecule_default; transports; host; jumbo
     vm_nice 19
-    lab
+    lab; ee
     vm_nice 0
     stage "real-kernel VMs, in the background since the VM images: Debian 12 and 13 with Debian's kernels (check mode, converge, reboots, rollback, jumbo)"
     vm_finish
@@ -196,8 +204,9 @@ case "${1:-all}" in
     transports) transports ;;
     host) host ;;
     lab) lab ;;
+    ee) ee ;;
     jumbo) jumbo ;;
     vm) vm ;;
-    *) echo "usage: $0 all|check|lint|sanity|units|molecule|transports|host|lab|jumbo|vm" >&2; exit 2 ;;
+    *) echo "usage: $0 all|check|lint|sanity|units|molecule|transports|host|lab|ee|jumbo|vm" >&2; exit 2 ;;
 esac
 stage "done in $(( $(date +%s) - started )) s"

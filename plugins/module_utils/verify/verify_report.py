@@ -45,9 +45,11 @@ SURVEY_SIDES = ('before', 'after')
 # The job's artifacts (ansible.builtin.set_stats): the run's summary, and a stock run's summary as the baseline that
 # a later run reads back from the variable of the same name.
 ARTIFACT, BASELINE_ARTIFACT = 'verify', 'verify_baseline'
-# What the summary keeps of each pair (retransmits only where the test counted them).
+# What the summary keeps of each pair (retransmits only where the test counted them), with the stock baseline the
+# report shows beside it (null for none).
 SUMMARY_PAIR_KEYS = ('key', 'source', 'target', 'address', 'status', 'receiver_bps', 'ceiling_bps', 'expectation_bps',
-                     'limit', 'diagnosis', 'retransmits', 'rate_bps', 'rtt_ms', 'streams', 'duration')
+                     'limit', 'diagnosis', 'retransmits', 'rate_bps', 'rtt_ms', 'streams', 'duration', 'baseline_bps',
+                     'baseline_run')
 MEASURED = (PASS, FAIL, UNJUDGED)
 TIME_FORMAT = '%Y-%m-%dT%H:%M:%SZ'
 BASELINE_HELP = ('the verify_baseline artifact of a run labelled stock: a mapping with id, time (UTC, '

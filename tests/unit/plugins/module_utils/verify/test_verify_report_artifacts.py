@@ -20,7 +20,8 @@ from ansible_collections.bdp.wan_tune.plugins.module_utils.verify import verify_
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', 'fixtures', 'verify')
 SUMMARY_PAIR = {'key', 'source', 'target', 'address', 'status', 'receiver_bps', 'ceiling_bps', 'expectation_bps',
-                'limit', 'diagnosis', 'retransmits', 'rate_bps', 'rtt_ms', 'streams', 'duration'}
+                'limit', 'diagnosis', 'retransmits', 'rate_bps', 'rtt_ms', 'streams', 'duration', 'baseline_bps',
+                'baseline_run'}
 
 
 def load(name):
@@ -59,7 +60,7 @@ def test_the_summary_is_compact_and_keeps_each_pairs_verdict_and_figures():
         ('stock', '20261122T200000Z', '2026-11-22T20:00:00Z', False, False)
     for item, pair in zip(summary['pairs'], stock['pairs']):
         assert set(item) == SUMMARY_PAIR                # the lab's tests counted retransmits
-        assert all(item[name] == pair[name] for name in SUMMARY_PAIR)
+        assert all(item[name] == pair.get(name) for name in SUMMARY_PAIR)
         assert item['status'] == 'FAIL' and item['diagnosis'][0].startswith('receive window on ')
     # no iperf3 output, no host survey: a few hundred bytes per pair
     assert len(json.dumps(summary)) < 1500 * len(summary['pairs'])
@@ -70,6 +71,15 @@ def test_a_pair_without_retransmits_leaves_the_key_out():
     run = run_of('loopback-check-mode.json', 'stock', 0, check_mode=True)
     assert all('retransmits' not in item for item in report.summary(run)['pairs'])
     assert set(report.summary(run_of('lab-tuned.json', 'tuned', 0))['pairs'][0]) == SUMMARY_PAIR
+
+
+def test_the_summary_of_a_later_run_carries_each_pairs_stock_baseline():
+    stock, tuned = run_of('lab-stock.json', 'stock', 0), run_of('lab-tuned.json', 'tuned', 1)
+    report.record_baselines(tuned, [stock, tuned])
+    pairs = report.summary(tuned)['pairs']
+    assert [(item['baseline_bps'], item['baseline_run']) for item in pairs] == [
+        (pair['receiver_bps'], stock['id']) for pair in stock['pairs']]
+    assert all(item['baseline_bps'] is None for item in report.summary(stock)['pairs'])
 
 
 def test_only_a_measured_stock_run_is_a_baseline_artifact():
