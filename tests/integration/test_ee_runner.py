@@ -55,7 +55,7 @@ RATE, RTT = '500m', 100
 SOURCE, MODULE_PATH = '/srv/ee-source', '/srv/ee-in'
 TREE_MB = 1200                          # at 100 Mbit/s about 100 s: it outlasts job 4
 MIGRATION = 'ee-lab'
-RESULTS = os.path.join(ROOT, 'tests', 'output', 'ee-runner.json')
+RESULTS = os.path.join(ROOT, 'results', 'ee-runner.json')
 REPORTS = ('project/results/verify/', 'project/results/migrate/')
 
 pytestmark = [pytest.mark.skipif(os.geteuid() != 0, reason='the lab needs root (namespaces, TUN, podman)'),
