@@ -276,7 +276,7 @@ def test_a_workflow_of_jobs_in_the_execution_environment_needs_nothing_of_the_co
     leaked = [item.ident for item in jobs if leaks(item.dir, password)]
     assert leaked == [], 'the password is in the artifacts of %s' % leaked
     os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
+    summary = dict((item.ident, dict(item.summary(), playbook=item.playbook)) for item in jobs)
     with open(RESULTS, 'w') as handle:
-        json.dump({'image': IMAGE, 'jobs': dict((item.ident, dict(item.summary(), playbook=item.playbook))
-                                                 for item in jobs),
-                   'seconds': round(sum(item.seconds for item in jobs), 1)}, handle, indent=1, sort_keys=True)
+        json.dump({'image': IMAGE, 'jobs': summary, 'seconds': round(sum(item.seconds for item in jobs), 1)}, handle,
+                  indent=1, sort_keys=True)
