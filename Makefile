@@ -14,6 +14,7 @@ SIZE ?= 2g
 STREAMS ?= 4
 SSH_STREAMS ?= 8
 MIGRATE_SIZE ?= 3g
+SMALL_FILES ?= 0
 
 .PHONY: help setup image ee vm-image demo test check lint sanity units molecule transport-test host-test lab-test ee-test jumbo-test vm-test benchmark transfer migrate docs changelog fleet-bench clean
 
@@ -28,8 +29,9 @@ help:
 	@echo "make transfer [RATE=1g RTT=98 LOSS=0 MTU=9000 SIZE=2g STREAMS=4 SSH_STREAMS=8]"
 	@echo "                                            scp, rsync over SSH (1 and SSH_STREAMS streams), the rsync daemon in cleartext"
 	@echo "                                            and over TLS (1 and STREAMS streams), HPN-SSH: stock vs tuned"
-	@echo "make migrate [RATE=1g RTT=98 LOSS=0 MTU=9000 MIGRATE_SIZE=3g STREAMS=4]"
-	@echo "                                            playbooks/migrate.yml over TLS on a mixed tree, 1 stream and STREAMS"
+	@echo "make migrate [RATE=1g RTT=98 LOSS=0 MTU=9000 MIGRATE_SIZE=3g STREAMS=4 SMALL_FILES=0]"
+	@echo "                                            playbooks/migrate.yml over TLS on a mixed tree, 1 stream and STREAMS,"
+	@echo "                                            passes to a cut-over; SMALL_FILES files of 4 kB"
 	@echo "make ee                                      build the execution environment localhost/bdp-wan-tune-ee:latest (AWX, ansible-runner)"
 	@echo "make docs                                    regenerate docs/reference/ (roles, modules, filters) from their docs"
 	@echo "make changelog                               regenerate CHANGELOG.rst from changelogs/changelog.yaml"
@@ -96,7 +98,7 @@ transfer: image
 
 migrate: image
 	@bash -c '. scripts/env.sh && python tests/lab/migrate.py --rate "$(RATE)" --rtt "$(RTT)" --loss "$(LOSS)" \
-		--mtu "$(MTU)" --size "$(MIGRATE_SIZE)" --streams "$(STREAMS)"'
+		--mtu "$(MTU)" --size "$(MIGRATE_SIZE)" --streams "$(STREAMS)" --small-files "$(SMALL_FILES)"'
 
 docs: setup
 	@bash scripts/docs.sh

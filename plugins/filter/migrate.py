@@ -21,16 +21,27 @@ def receiver_of(values):
 
 
 def migrate_target(sender, hostvars, module='', user='', transport=_rsyncd.TRANSPORT, subdir='', source='',
-                   action='run', sources=None, streams='auto'):
+                   action='run', sources=None, streams='auto', delete=False, max_delete=_target.MAX_DELETE_DEFAULT,
+                   exclude=(), preserve=_target.PRESERVE):
     """{problems: [...], ...the destination} of ``sender``'s migration: its receiver, and the senders of the
-    inventory that share it (they share its module's connections, and none may write where another does)."""
+    inventory that share it (they share its module's connections, and none may write where another does); the
+    problems of its pass (deletes, their guard, excludes, what it keeps)."""
     problems = []
     if action not in _target.ACTIONS:
-        problems.append('migrate_action: %r is not an action; expected run, status or stop.' % (action,))
+        problems.append('migrate_action: %r is not an action; expected run, status, stop or limit.' % (action,))
     if not source or not os.path.isabs(str(source)):
         problems.append('migrate_source: %r is not an absolute directory; expected the tree to move, such as /data.'
                         % (source,))
     receiver = receiver_of(hostvars[sender])
+    # a receiver of another sender of the inventory that sends too: migrate_source given to every host (-e)
+    senders_to_me = sorted(name for name in hostvars if name != sender and hostvars[name].get('migrate_source')
+                           and receiver_of(hostvars[name]) == sender)
+    if senders_to_me:
+        problems.append('migrate_source: set on %s, which receives the tree of %s: a host sends or receives, and an '
+                        'extra variable (-e migrate_source=...) sets it on every host of the play; expected '
+                        'migrate_source in the host variables of each sender only (or -e migrate_hosts=SENDER).'
+                        % (sender, ', '.join(senders_to_me)))
+        return {'problems': problems}
     if not receiver:
         problems.append('migrate_target: %s has no receiver; expected migrate_target, or wan_peer (the inventory name '
                         'of the host that receives the tree).' % sender)
@@ -65,6 +76,9 @@ def migrate_target(sender, hostvars, module='', user='', transport=_rsyncd.TRANS
                             'expected a directory of its own for each sender of the module (the default: its '
                             'inventory name), / only for a module with one sender.'
                             % (root, out['path'], receiver, other))
+    problems.extend(_target.pass_problems(out, delete, max_delete, list(exclude) if isinstance(exclude, (list, tuple))
+                                          else exclude, list(preserve) if isinstance(preserve, (list, tuple))
+                                          else preserve))
     out['max_streams'] = max(1, out['max_connections'] // (len(sharing) + 1))
     if str(streams).strip().lower() != 'auto':
         try:

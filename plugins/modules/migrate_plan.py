@@ -48,6 +48,12 @@ options:
     description: The systemd unit of the migration (while it is active, the lists are not written).
     type: str
     required: true
+  excludes:
+    description: rsync exclude patterns (C(migrate_exclude)) - what they match is left out of the plan, as rsync
+      leaves it out of the copy (C(module_utils/migrate/excludes.py)).
+    type: list
+    elements: str
+    default: []
 extends_documentation_fragment:
   - bdp.wan_tune.attributes.no_diff
   - ansible.builtin.action_common_attributes
@@ -85,6 +91,23 @@ dirs:
   description: The number of directories.
   returned: always
   type: int
+linked:
+  description: The names of files beyond the first name of their inode (hard links), in RV(files).
+  returned: always
+  type: int
+others:
+  description: The symbolic links, devices, fifos and sockets.
+  returned: always
+  type: int
+attributes:
+  description: How many entries of the tree have C(acls), C(xattrs) (extended attributes other than ACLs and
+    SELinux labels), C(sparse) (files with holes), C(devices) (0 when none).
+  returned: always
+  type: dict
+peak_memory_kb:
+  description: The plan's peak memory on the sender (the module's largest resident set), in kB.
+  returned: always
+  type: int
 per_stream:
   description: Each stream's bytes and files.
   returned: always
@@ -109,10 +132,12 @@ running:
 """
 
 import os
+import resource
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common import files as _files
+from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import excludes as _excludes
 from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import plan as _plan
 from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import runner as _runner
 from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import target as _target
@@ -128,6 +153,7 @@ def main():
             max_streams=dict(type='int', required=True),
             rate_bps=dict(type='int', default=0),
             unit=dict(type='str', required=True),
+            excludes=dict(type='list', elements='str', default=[]),
         ),
         supports_check_mode=True,
     )
@@ -135,11 +161,15 @@ def main():
     if not os.path.isabs(params['source']):
         module.fail_json(msg='migrate_source: %s is not an absolute path; expected the tree to move, such as /data.'
                          % params['source'])
+    problems = _excludes.check(params['excludes'])
+    if problems:
+        module.fail_json(msg=' '.join(problems))
+    found = dict((name, 0) for name in ('acls', 'xattrs', 'sparse', 'devices'))
     try:
-        tree_files, dirs, others = _plan.walk(params['source'])
+        tree_files, dirs, others = _plan.walk(params['source'], _excludes.compile_patterns(params['excludes']), found)
     except _plan.PlanError as exc:
         module.fail_json(msg='migrate_source: %s; expected a directory the sender can read. Nothing was moved.' % exc)
-    auto, reason = _plan.auto_streams(tree_files, params['rate_bps'])
+    auto, reason = _plan.auto_streams(_plan.groups(tree_files), params['rate_bps'])
     try:
         count = _target.streams(params['streams'], auto, params['max_streams'])
     except _target.TargetError as exc:
@@ -151,6 +181,8 @@ def main():
     result = _plan.plan(tree_files, dirs, others, count, params['rate_bps'])
     lists = result.pop('lists')
     result['streams_reason'] = reason
+    result['attributes'] = found
+    result['peak_memory_kb'] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     wanted = dict((os.path.join(params['run_dir'], _runner.LISTS % index), _runner.nul_list(paths))
                   for index, paths in enumerate(lists))
     # '.' first: the tree's top directory gets its mode and times too

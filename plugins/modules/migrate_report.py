@@ -6,17 +6,22 @@
 DOCUMENTATION = r"""
 ---
 module: migrate_report
-short_description: Write a migration's report on the controller, as JSON, Markdown and HTML
+short_description: Make a migration pass's report on the controller, and write its JSON
 version_added: 0.4.0
 description:
-  - Makes the report of one migration run (C(module_utils/migrate/report.py)) from what bdp.wan_tune.migrate_status
-    read on the sender (the runner's state holds the plan and the receiver's CPU time before the run) and the
-    destination, and writes
-    C(migrate-<end of the run>-<sender>-<receiver>.json), C(.md) and C(.html) into O(report_dir) (made when
-    missing), each written whole (atomically) when its content changed. Run it on the controller (C(delegate_to=localhost)).
-  - The JSON holds C(bytes), C(files), C(seconds) (the copying phase), C(goodput_bps), C(streams), C(transport),
-    C(verified), C(mismatches), C(resent_bytes), the start-up and proof seconds, each stream's bytes, times, rsync exit
-    and CPU seconds, and the CPU seconds per GB on each end.
+  - Makes the report of one migration pass (C(module_utils/migrate/report.py)) from what bdp.wan_tune.migrate_status
+    read on the sender (the runner's state holds the plan, the passes before this one and the receiver's CPU time
+    before the pass) and the destination, and writes C(migrate-<end of the pass>-<sender>-<receiver>.json) into
+    O(report_dir) (made when missing), whole (atomically) when its content changed. Run it on the controller
+    (C(delegate_to=localhost)). The migrate role renders the C(.md) and C(.html) pages of RV(paths) from RV(run)
+    with its templates.
+  - The JSON holds C(bytes), C(files), C(seconds) (the copying phase), C(sent_bytes) and C(files_sent) (what this
+    pass sent), C(goodput_bps) (what it sent over its copying phase), C(present_bytes) (what the receiver had before
+    it), C(streams), C(transport), C(verified), C(mismatches) (C(changed_at_source), C(differs_at_receiver)),
+    C(resent_bytes), C(vanished), C(deleted), C(extra), C(excludes), C(kept) and C(not_kept) (what the pass kept of
+    the tree's attributes), C(passes) (each pass's state, bytes and files sent, deletes, seconds and goodput), the
+    start-up and proof seconds, each stream's bytes, files, times, rsync exit and CPU seconds, the CPU seconds per GB
+    on each end, C(verdict) and C(rows) (the pages' tables, as text).
 author:
   - bdp.wan_tune maintainers (@bdp-wan-tune)
 options:
@@ -61,7 +66,8 @@ run:
   returned: always
   type: dict
 paths:
-  description: The files written, C(json), C(md) and C(html) (none in check mode).
+  description: The report's files, C(json) (written, none in check mode), C(md) and C(html) (for the role's
+    templates).
   returned: always
   type: dict
 """
@@ -73,6 +79,8 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common import files as _files
 from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import report as _report
+
+KINDS = ('json', 'md', 'html')
 
 
 def main():
@@ -88,21 +96,20 @@ def main():
     )
     params = module.params
     run = _report.build(params['status'], params['target'], params['sender'], params['receiver_cpu_ns'])
-    result = {'changed': False, 'run': run, 'paths': {}}
+    stem = os.path.join(params['report_dir'], _report.file_stem(run))
+    result = {'changed': False, 'run': run, 'paths': dict((kind, '%s.%s' % (stem, kind)) for kind in KINDS)}
     if module.check_mode:
         module.exit_json(**result)
-    stem = os.path.join(params['report_dir'], _report.file_stem(run))
-    # the receiver's CPU time is read again on each call: the first figure of the run stays (write_atomic makes the
+    # the receiver's CPU time is read again on each call: the first figure of the pass stays (write_atomic makes the
     # report directory)
-    written = _files.load_record(stem + '.json')
+    written = _files.load_record(result['paths']['json'])
     if written.get('run_id') == run['run_id'] and written.get('receiver_cpu_seconds_per_gb') is not None:
         run['receiver_cpu_seconds_per_gb'] = written['receiver_cpu_seconds_per_gb']
-    for kind, text in (('json', json.dumps(run, indent=2, sort_keys=True) + '\n'), ('md', _report.markdown(run)),
-                       ('html', _report.html_page(run))):
-        result['paths'][kind] = '%s.%s' % (stem, kind)
-        if _files.read_bytes(result['paths'][kind]) != text.encode('utf-8'):
-            _files.write_atomic(module, result['paths'][kind], text, mode=0o644)
-            result['changed'] = True
+        run['rows'] = _report.rows(run)
+    text = json.dumps(run, indent=2, sort_keys=True) + '\n'
+    if _files.read_bytes(result['paths']['json']) != text.encode('utf-8'):
+        _files.write_atomic(module, result['paths']['json'], text, mode=0o644)
+        result['changed'] = True
     module.exit_json(**result)
 
 

@@ -22,6 +22,9 @@ description:
     at once take a lock in O(run_dir), and the second finds the first's unit.
   - The unit removes the password file when it ends, however it ends (C(ExecStopPost), also after SIGKILL); the
     runner removes it too.
+  - Over TLS, the runner gets its own copy of the sender's client identity (the trust anchor, the certificate and the
+    key that C(env) names, copied into O(run_dir), the key 0600 from its first byte), so that a certificate renewed or
+    issued anew, or files released by the rsync_daemon role, while the pass runs do not change or cut it.
 author:
   - bdp.wan_tune maintainers (@bdp-wan-tune)
 options:
@@ -43,7 +46,9 @@ options:
     required: true
   config:
     description: What the runner moves and where - C(id), C(source), C(url), C(transport), C(env) (rsync-ssl's),
-      C(bytes), C(files), C(streams), C(proof), C(present_bytes), C(stagger) and C(io_timeout).
+      C(server_messages), C(owners), C(bytes), C(files), C(streams), C(plan), C(proof), C(present_bytes),
+      C(cpu_before), C(bwlimit_bps), C(delete), C(max_delete), C(excludes), C(preserve) (C(acls), C(xattrs),
+      C(sparse)) and C(attributes) (what the tree has of them).
     type: dict
     required: true
   secret_src:
@@ -104,6 +109,29 @@ START_LOCK = 'start.lock'
 RUN_DIR_RE = re.compile(r'^/[A-Za-z0-9_./@+-]+$')
 
 
+# The sender's client identity the runner uses: rsync-ssl's variables, and the names of their copies in the run's
+# directory (the key root's and 0600, the others 0644).
+IDENTITY = (('RSYNC_SSL_CA_CERT', 'tls-ca.crt', 0o644), ('RSYNC_SSL_CERT', 'tls-host.crt', 0o644),
+            ('RSYNC_SSL_KEY', 'tls-host.key', 0o600))
+
+
+def own_identity(module, run_dir, env, result):
+    """rsync-ssl's environment with the identity's files copied into ``run_dir``: the pass keeps them, whatever the
+    rsync_daemon role renews, re-issues or removes while it runs."""
+    env = dict(env)
+    for var, name, mode in IDENTITY:
+        if not env.get(var):
+            continue
+        data = _files.read_bytes(env[var])
+        if data is None:
+            module.fail_json(msg='%s (%s) cannot be read: the sender has no client identity for the receiver\'s '
+                                 'migration; run the rsync_daemon role for the receiver (-e rsync_daemon=true), which '
+                                 'gives its senders one. Nothing was moved.' % (env[var], var), **result)
+        env[var] = os.path.join(run_dir, name)
+        _files.write_atomic(module, env[var], data, mode=mode)
+    return env
+
+
 def start(module, params, secret, result):
     """Write the run's files and start the unit, under the start lock (one starter at a time), unless it runs."""
     run_dir = params['run_dir']
@@ -115,6 +143,7 @@ def start(module, params, secret, result):
             result.update(changed=False, started=False, running=True)
             return
         config = dict(params['config'], run_id='%.6f' % time.time())
+        config['env'] = own_identity(module, run_dir, config.get('env') or {}, result)
         _files.write_atomic(module, os.path.join(run_dir, RUNNER), inspect.getsource(_runner), mode=0o700)
         _files.write_atomic(module, os.path.join(run_dir, _runner.CONFIG), json.dumps(config, indent=1), mode=0o600)
         password = os.path.join(run_dir, _runner.PASSWORD)

@@ -17,6 +17,10 @@ description:
     running, and a later run with C(migrate_action=status) comes back to it.
   - O(stop=true) stops the unit (the runner ends its streams with SIGTERM; the partial files stay for the next run
     and the password file goes).
+  - O(limit_bps) changes the rate of the migration that runs (C(migrate_action=limit)) - it writes the new limit into
+    the run's config and tells the runner (SIGHUP to the unit's main process only), which restarts its copying
+    streams with it; each rsync continues from what the one before sent (the partial files, rsync's quick check),
+    so nothing is sent twice. Later phases (the proof, a second sending) take it too.
 author:
   - bdp.wan_tune maintainers (@bdp-wan-tune)
 options:
@@ -41,6 +45,10 @@ options:
     description: Seconds between two progress lines with O(wait).
     type: int
     default: 30
+  limit_bps:
+    description: A new limit for the migration that runs, in bit/s for all its streams together; V(0) removes the
+      limit. Nothing changes when the migration does not run, or runs at that limit already.
+    type: int
 extends_documentation_fragment:
   - bdp.wan_tune.attributes.no_diff
   - ansible.builtin.action_common_attributes
@@ -110,6 +118,24 @@ def read(module, params):
     return {'active': active, 'state': state, 'progress': progress}
 
 
+def limit(module, params, result):
+    """Give the running migration the limit ``limit_bps``: in its config, and to its runner (SIGHUP)."""
+    path = os.path.join(params['run_dir'], _runner.CONFIG)
+    config = _runner.read_json(path) or {}
+    result['limit_bps'] = params['limit_bps']
+    if not result['active'] or config.get('bwlimit_bps', 0) == params['limit_bps']:
+        return
+    result['changed'] = True
+    if module.check_mode:
+        return
+    _runner.write_json(path, dict(config, bwlimit_bps=params['limit_bps']))
+    rc, dummy, err = module.run_command([module.get_bin_path('systemctl', required=True), 'kill',
+                                        '--kill-whom=main', '--signal=HUP', params['unit']])
+    if rc != 0:
+        module.fail_json(msg='The new limit is in %s, but %s could not be told (systemctl kill: %s); it applies to the '
+                             'next pass.' % (path, params['unit'], ' '.join(err.split())[:300]), **result)
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -118,11 +144,14 @@ def main():
             stop=dict(type='bool', default=False),
             wait=dict(type='bool', default=False),
             interval=dict(type='int', default=30),
+            limit_bps=dict(type='int'),
         ),
         supports_check_mode=True,
     )
     params = module.params
     result = dict(read(module, params), changed=False)
+    if params['limit_bps'] is not None:
+        limit(module, params, result)
     if params['stop'] and result['active']:
         result['changed'] = True
         if not module.check_mode:

@@ -60,12 +60,20 @@ def migration_checks(lab, files, workdir):
     migrate.wait_for(lab, 80 * 10 ** 6)
     os.killpg(controller.pid, signal.SIGKILL)
     controller.wait()
+    # the rate of the running migration changed for the working hours (migrate_action=limit): the runner takes it
+    config = '%s/%s/config.json' % (RUN_DIRS, migrate.unit(lab).replace('.service', ''))
+    run_id = json.loads(transfer.sh(lab, 'A', 'cat %s' % config).stdout)['run_id']
+    rc, output = migrate.run(files, reports, {'migrate_action': 'limit', 'migrate_bwlimit': '150m'})
+    out['outputs'].append(output)
+    time.sleep(2)
+    state = json.loads(transfer.sh(lab, 'A', 'cat %s' % config.replace('config.json', 'state.json')).stdout)
+    out['limited'] = {'said': 'at most 150 Mbit/s from now on' in output, 'state': state.get('bwlimit_bps'),
+                      'config': json.loads(transfer.sh(lab, 'A', 'cat %s' % config).stdout)['bwlimit_bps'],
+                      'same_run': state.get('run_id') == run_id, 'phase': state.get('state')}
     rc, output = migrate.run(files, reports, {'migrate_action': 'status', 'migrate_wait': False})
     out['status_after_kill'] = [line for line in output.splitlines() if 'bdp-migrate-' in line and 'copying' in line]
     out['outputs'].append(output)
     # a run while it runs comes back to it: the same run (its id in the config), not a second start
-    config = '%s/%s/config.json' % (RUN_DIRS, migrate.unit(lab).replace('.service', ''))
-    run_id = json.loads(transfer.sh(lab, 'A', 'cat %s' % config).stdout)['run_id']
     rc, output = migrate.run(files, reports, {'migrate_wait': False})
     out['rerun_while_running'] = {'said': 'runs already' in output and 'not started twice' in output,
                                   'same_run': json.loads(transfer.sh(lab, 'A', 'cat %s' % config).stdout)['run_id']
@@ -89,6 +97,7 @@ def migration_checks(lab, files, workdir):
     rc, output = migrate.run(files, reports)
     out['corrupted'] = migrate.latest(reports)
     out['outputs'].append(output)
+    out.update(attribute_checks(lab, files, reports, out['outputs']))
     # the password: in no output, not in A's journal, and in no file of A but the transfer lab's own password file
     # (its random part: that finds it escaped too)
     out['leaks'] = [output for output in out['outputs'] if files['password_core'] in output]
@@ -97,6 +106,84 @@ def migration_checks(lab, files, workdir):
                                  check=False).stdout.strip()
     out['files'] = transfer.sh(lab, 'A', 'grep -rlaF -f - /etc /var /tmp /root /run 2>/dev/null',
                                stdin=files['password_core'], check=False).stdout.split()
+    return out
+
+
+# What a POSIX tree has (issue 31), made in A by Python: an ACL with a named user, an extended attribute, a file of
+# 10 MB with 1 MB of data (holes kept), two names of one inode in two directories, names with a newline, a leading
+# dash and a backslash before #, a file of another owner and group, and an excluded file.
+SPECIAL = r"""
+import os, struct
+base = '%s/special'
+os.makedirs(base + '/sub', exist_ok=True)
+def write(name, data):
+    with open(os.path.join(base, name), 'wb') as handle:
+        handle.write(data)
+write('acl.txt', b'acl')
+os.setxattr(base + '/acl.txt', 'system.posix_acl_access', struct.pack('<I', 2) + b''.join(
+    struct.pack('<HHI', tag, perm, ident) for tag, perm, ident in
+    ((0x01, 6, 0xffffffff), (0x02, 4, 1234), (0x04, 4, 0xffffffff), (0x10, 4, 0xffffffff), (0x20, 0, 0xffffffff))))
+write('xattr.txt', b'xattr')
+os.setxattr(base + '/xattr.txt', 'user.bdp_wan_tune', b'migrated')
+with open(base + '/sparse.bin', 'wb') as handle:
+    handle.truncate(10 ** 7)
+    handle.seek(5 * 10 ** 6)
+    handle.write(os.urandom(10 ** 6))
+write('linked-a', os.urandom(300000))
+os.link(base + '/linked-a', base + '/sub/linked-b')
+for name in ('new\nline.txt', '-dash', 'back\\#012slash', 'one', 'two', 'three'):
+    write(name, os.urandom(1000))
+write('owned', b'owned')
+os.chown(base + '/owned', 1234, 2345)
+write('junk.tmp', b'excluded')
+"""
+# Read at B: each name's (inode, links, uid, gid, blocks, size, ACL, user attribute) as JSON.
+LOOK = r"""
+import json, os, sys
+base = sys.argv[1]
+out = {}
+for top, dirs, names in os.walk(base):
+    for name in names:
+        path = os.path.join(top, name)
+        info = os.lstat(path)
+        def attr(key):
+            try:
+                return os.getxattr(path, key).hex()
+            except OSError:
+                return None
+        out[os.path.relpath(path, base)] = [info.st_ino, info.st_nlink, info.st_uid, info.st_gid, info.st_blocks,
+                                            info.st_size, attr('system.posix_acl_access'), attr('user.bdp_wan_tune')]
+print(json.dumps(out))
+"""
+
+
+def look(lab, host, base):
+    return json.loads(transfer.sh(lab, host, 'python3 - %s' % base, stdin=LOOK).stdout)
+
+
+def attribute_checks(lab, files, reports, outputs):
+    """Over TLS through the playbook: the attributes the tree has, names rsync escapes, an exclude; then a mirror
+    pass refused past its guard and one within it."""
+    out = {}
+    transfer.sh(lab, 'A', 'python3 -', stdin=SPECIAL % transfer.SRC)
+    rc, output = migrate.run(files, reports, {'migrate_exclude': ['*.tmp']})
+    outputs.append(output)
+    out['attributes_run'] = migrate.latest(reports)
+    out['attributes_a'] = look(lab, 'A', transfer.SRC + '/special')
+    out['attributes_b'] = look(lab, 'B', migrate.dest(lab) + '/special')
+    # the application removes three files; B has one that the source never had, and an excluded one
+    transfer.sh(lab, 'A', 'cd %s/special && rm -f one two three' % transfer.SRC)
+    transfer.sh(lab, 'B', 'cd %s/special && echo x > extra-at-b && echo k > keep.tmp' % migrate.dest(lab))
+    rc, output = migrate.run(files, reports, {'migrate_delete': True, 'migrate_max_delete': 3,
+                                              'migrate_exclude': ['*.tmp']}, check=False)
+    outputs.append(output)
+    out['refused'] = {'rc': rc, 'report': migrate.latest(reports), 'said': 'would delete 4 files' in output,
+                      'left': sorted(look(lab, 'B', migrate.dest(lab) + '/special'))}
+    rc, output = migrate.run(files, reports, {'migrate_delete': True, 'migrate_max_delete': 4,
+                                              'migrate_exclude': ['*.tmp']})
+    outputs.append(output)
+    out['mirror'] = migrate.latest(reports)
+    out['mirror_b'] = sorted(look(lab, 'B', migrate.dest(lab) + '/special'))
     return out
 
 
@@ -155,6 +242,8 @@ def test_rsync_daemon_in_cleartext_and_over_tls_beats_scp_which_stays_at_its_win
         'controller was killed:\n' + checks['outputs'][0][-3000:]
     assert checks['rerun_while_running'] == {'said': True, 'same_run': True}, checks['rerun_while_running']
     assert checks['password_after_kill'] == [], checks['password_after_kill']
+    assert checks['limited'] == {'said': True, 'state': 150 * 10 ** 6, 'config': 150 * 10 ** 6, 'same_run': True,
+                                 'phase': 'copying'}, checks['limited']
     resumed = checks['resumed']
     assert resumed['state'] == 'done' and resumed['verified'] is True and resumed['mismatches'] == 0, resumed
     for key in ('bytes', 'files', 'seconds', 'goodput_bps', 'streams', 'transport', 'verified', 'mismatches',
@@ -165,5 +254,30 @@ def test_rsync_daemon_in_cleartext_and_over_tls_beats_scp_which_stays_at_its_win
     assert resumed['resent_bytes'] <= 0.05 * checks['held_at_kill'], (resumed['resent_bytes'], checks['held_at_kill'])
     corrupted = checks['corrupted']
     assert corrupted['mismatches'] == 1 and corrupted['verified'] is True and corrupted['resent_bytes'] > 0, corrupted
+    # what a POSIX tree has arrives as it was (issue 31)
+    run_ = checks['attributes_run']
+    assert run_['verified'] is True and run_['state'] == 'done', run_
+    for kept in ('owners and groups (by number)', 'ACLs', 'extended attributes', 'holes of sparse files',
+                 'hard links'):
+        assert kept in run_['kept'], (kept, run_['kept'], run_['not_kept'])
+    source, received = checks['attributes_a'], checks['attributes_b']
+    assert sorted(received) == sorted(name for name in source if not name.endswith('.tmp')), sorted(received)
+    for name, entry in source.items():
+        if name.endswith('.tmp'):
+            continue
+        assert received[name][1:4] + received[name][5:] == entry[1:4] + entry[5:], (name, received[name], entry)
+    assert received['acl.txt'][6] is not None and received['xattr.txt'][7] == b'migrated'.hex()
+    assert received['owned'][2:4] == [1234, 2345]
+    assert received['linked-a'][0] == received['sub/linked-b'][0] and received['linked-a'][1] == 2
+    assert received['sparse.bin'][4] * 512 < 2 * 10 ** 6, received['sparse.bin']          # holes kept
+    assert {'new\nline.txt', '-dash', 'back\\#012slash'} <= set(received)
+    # a mirror pass past its guard is refused before anything is sent or deleted; within it, it deletes
+    refused = checks['refused']
+    assert refused['rc'] != 0 and refused['said'] and refused['report']['state'] == 'refused', refused['report']
+    assert {'one', 'two', 'three', 'extra-at-b', 'keep.tmp'} <= set(refused['left'])
+    mirror = checks['mirror']
+    assert mirror['verified'] is True and mirror['deleted'] == 4 and mirror['extra'] == 0, mirror
+    assert 'keep.tmp' in checks['mirror_b'] and not {'one', 'two', 'three', 'extra-at-b'} & set(checks['mirror_b'])
+    assert [item['state'] for item in mirror['passes']][-2:] == ['refused', 'done'] and mirror['passes'][-1]['delete']
     assert checks['leaks'] == [] and checks['journal'] == '0', checks['journal']
     assert checks['files'] == [transfer.PASSWORD_FILE], checks['files']

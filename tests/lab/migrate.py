@@ -19,6 +19,7 @@ import argparse
 import glob
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -33,6 +34,7 @@ from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import target
 
 PLAYBOOK = os.path.join(wanlab.REPO_ROOT, 'playbooks', 'migrate.yml')
 TREE = transfer.BASE + '/tree'
+SMALL_TREE = transfer.BASE + '/small-tree'
 LAB_NAME = 'bdp-lab-migrate'
 
 
@@ -112,6 +114,66 @@ def make_tree(lab, size_bytes):
     transfer.sh(lab, 'A', '\n'.join(script), timeout=3600)
 
 
+# The application's work between two passes, in A (Python: any tree size in one process): every 100th file of the
+# tree rewritten, every 200th removed.
+CHURN = r"""
+import os, sys
+files = sorted(os.path.join(top, name) for top, dummy, names in os.walk(sys.argv[1]) for name in names)
+changed = [path for index, path in enumerate(files) if index % 100 == 50]
+removed = [path for index, path in enumerate(files) if index % 200 == 0]
+for path in changed:
+    size = os.path.getsize(path)
+    with open(path, 'r+b') as handle:
+        handle.write(os.urandom(min(size, 4096)))
+for path in removed:
+    os.unlink(path)
+print('%d %d %d' % (len(files), len(changed), len(removed)))
+"""
+# A tree of small files (make migrate SMALL_FILES=N): N files of 4 kB in directories of 1000.
+SMALL = r"""
+import os, sys
+root, count = sys.argv[1], int(sys.argv[2])
+for index in range(count):
+    directory = os.path.join(root, 'd%04d' % (index // 1000))
+    if index % 1000 == 0:
+        os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, 'f%07d' % index), 'wb') as handle:
+        handle.write(os.urandom(4096))
+"""
+
+
+def timed(files, reports, extra):
+    """A pass, its report, and the controller's peak memory so far (ansible-playbook's, the largest child)."""
+    start = time.monotonic()
+    run(files, reports, extra)
+    report = latest(reports)
+    report['playbook_seconds'] = round(time.monotonic() - start, 1)
+    report['controller_peak_kb'] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return report
+
+
+def cutover(lab, files, reports, args):
+    """The bulk is there (the run before); a pass after the application changed 1 % of the files and removed 0.5 %,
+    and the final pass with deletes and the checksum proof: {pass2, final, churn}."""
+    total, changed, removed = [int(x) for x in transfer.sh(lab, 'A', 'python3 - %s' % TREE, stdin=CHURN).stdout.split()]
+    out = {'churn': {'files': total, 'changed': changed, 'removed': removed}}
+    out['pass2'] = timed(files, reports, {'migrate_streams': args.streams, 'rate': args.rate})
+    out['final'] = timed(files, reports, {'migrate_streams': args.streams, 'rate': args.rate, 'migrate_delete': True,
+                                          'migrate_max_delete': -1})
+    return out
+
+
+def small_files(lab, files, reports, args, count):
+    """``count`` files of 4 kB: files per second, time to first byte, the plan's and the controller's peak memory."""
+    transfer.sh(lab, 'A', 'rm -rf %s && mkdir -p %s && python3 - %s %d' % (SMALL_TREE, SMALL_TREE, SMALL_TREE, count),
+                stdin=SMALL, timeout=3600)
+    transfer.sh(lab, 'B', 'rm -rf %s' % dest(lab))
+    report = timed(files, reports, {'migrate_source': SMALL_TREE, 'migrate_hosts': lab.host_name('A'),
+                                    'rate': args.rate})
+    report['files_per_second'] = round(report['files'] / report['seconds'], 1) if report['seconds'] else None
+    return report
+
+
 def bench(args):
     """`make migrate`: one stream and N over TLS on the mixed tree; results/migrate-bench-<time>.json and .md."""
     size_bytes = wanlab.parse_bytes(args.size, '--size (SIZE)')
@@ -125,7 +187,8 @@ def bench(args):
     with lab, tempfile.TemporaryDirectory(prefix='bdp-migrate-') as workdir:
         for host in 'AB':
             transfer.sh(lab, host, 'mkdir -p %s && mount -t tmpfs -o size=%d,mode=0755 tmpfs %s && mkdir -p %s %s'
-                        % (transfer.BASE, size_bytes + 2 * 10 ** 8, transfer.BASE, transfer.SRC, transfer.DEST))
+                        % (transfer.BASE, size_bytes + args.small_files * 8192 + 2 * 10 ** 8, transfer.BASE,
+                           transfer.SRC, transfer.DEST))
         make_tree(lab, size_bytes)
         files, dummy = transfer.setup_transports(lab, workdir, 8, quiet=True)
         transfer.tune(lab, files, args)
@@ -143,6 +206,9 @@ def bench(args):
                 report['streams'], bdp.human_bytes(report['bytes']), report['seconds'],
                 bdp.human_rate(report['goodput_bps'] or 0), 'verified' if report['verified'] else 'NOT verified'),
                 file=sys.stderr)
+        result['cutover'] = cutover(lab, files, reports, args)
+        if args.small_files:
+            result['small_files'] = small_files(lab, files, reports, args, args.small_files)
     os.makedirs(args.results, exist_ok=True)
     path = os.path.join(args.results, 'migrate-bench-%s.json' % time.strftime('%Y%m%d-%H%M%S'))
     with open(path, 'w') as handle:
@@ -166,6 +232,29 @@ def markdown(result):
             run_['startup_seconds'], run_['proof_seconds'], run_['verified'],
             run_['delay_line_drops'].get('queue_drops'), run_['sender_cpu_seconds_per_gb'],
             run_['receiver_cpu_seconds_per_gb']))
+    cut = result.get('cutover')
+    if cut:
+        lines += ['', '## Passes to a cut-over', '',
+                  'After the bulk (the run above), the application changed %d of the %d files (1 %%) and removed %d '
+                  '(0.5 %%); then a pass, and the final pass with `migrate_delete: true` and the checksum proof.'
+                  % (cut['churn']['changed'], cut['churn']['files'], cut['churn']['removed']), '',
+                  '| pass | sent | files sent | deleted | copy s | proof s | whole pass s | goodput | verified |',
+                  '|---|---:|---:|---:|---:|---:|---:|---:|---|']
+        for label, item in (('bulk (%s streams)' % result['runs']['n']['streams'], result['runs']['n']),
+                            ('after 1 % changed, 0.5 % removed', cut['pass2']), ('final, with deletes', cut['final'])):
+            lines.append('| %s | %s | %s | %s | %s | %s | %s | %s | %s |' % (
+                label, bdp.human_bytes(item.get('sent_bytes') or 0), item.get('files_sent'), item.get('deleted') or 0,
+                item['seconds'], item['proof_seconds'], item.get('total_seconds'),
+                bdp.human_rate(item.get('goodput_bps') or 0), item['verified']))
+    small = result.get('small_files')
+    if small:
+        lines += ['', '## Small files', '',
+                  '| files | bytes | files per second | copy s | time to first byte s | plan peak memory | '
+                  'controller peak memory | verified |', '|---:|---:|---:|---:|---:|---:|---:|---|',
+                  '| %s | %s | %s | %s | %s | %s MB | %s MB | %s |' % (
+                      small['files'], bdp.human_bytes(small['bytes']), small['files_per_second'], small['seconds'],
+                      small['startup_seconds'], round((small['plan'].get('peak_memory_kb') or 0) / 1024.0, 1),
+                      round(small['controller_peak_kb'] / 1024.0, 1), small['verified'])]
     return '\n'.join(lines) + '\n'
 
 
@@ -179,6 +268,7 @@ def parse_args(argv_=None):
     parser.add_argument('--streams', default='4', help='the streams of the second run: a number or auto (default 4)')
     parser.add_argument('--name', default=LAB_NAME)
     parser.add_argument('--results', default=transfer.RESULTS)
+    parser.add_argument('--small-files', type=int, default=0, help='also a tree of this many files of 4 kB (0: none)')
     parser.add_argument('--quiet', action='store_true')
     return parser.parse_args(argv_)
 

@@ -1,22 +1,26 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, bdp.wan_tune contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The migration's progress line and report: the figures of one run from the runner's state, as JSON, Markdown and
-one HTML page.  Pure functions: the module bdp.wan_tune.migrate_report writes the files.
+"""The migration's progress line and report: the figures of one pass from the runner's state, with the table of the
+passes before it.  Pure functions: the module bdp.wan_tune.migrate_report writes the JSON, and the migrate role's
+templates render the Markdown and HTML pages from it (the rows below, so that both show the same).
 
-Goodput is the files' bytes over the copying phase (from the first stream's start to the last one's end); the
-start-up (the plan, the certificates, the unit) and the proof are reported beside it, not in it.
+Goodput is what the pass sent (rsync's literal data) over its copying phase (from the first stream's start to the
+last one's end); what the receiver had already is shown beside it, not in it; the start-up (the plan, the
+certificates, the unit) and the proof are reported apart.
 """
 
-import html
-import json
 import time
 
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common.bdp import human_bytes, human_rate
 
-SCHEMA = 1
+SCHEMA = 2
 GB = 10 ** 9
-STREAM_FIELDS = ('stream', 'bytes', 'started', 'ended', 'rc', 'cpu_seconds', 'literal_bytes')
+STREAM_FIELDS = ('stream', 'bytes', 'files', 'started', 'ended', 'rc', 'cpu_seconds', 'literal_bytes', 'max_rss_kb')
+PASS_FIELDS = ('runs', 'run_id', 'state', 'started', 'ended', 'copy_seconds', 'literal_bytes', 'files_sent',
+               'deleted', 'vanished', 'changed_at_source', 'differs_at_receiver', 'verified', 'delete', 'proof')
+# What a pass always keeps (rsync -aH --numeric-ids), and what depends on the receiver (migrate_preserve).
+ALWAYS = ('permissions', 'times of files and directories', 'symbolic links', 'hard links')
 
 
 def mbit(bps):
@@ -24,7 +28,7 @@ def mbit(bps):
 
 
 def progress_line(progress, now):
-    """'1.2 GB of 2.4 GB (50 %), 812 Mbit/s, ETA 12 s (copying, 4 streams)' from the runner's state."""
+    """'1.2 GB of 2.4 GB (50 %), 2300 files, 812 Mbit/s, ETA 12 s (copying, 4 streams)' from the runner's state."""
     if not progress:
         return 'starting'
     done, total = progress.get('bytes_done') or 0, progress.get('bytes_total') or 0
@@ -32,16 +36,51 @@ def progress_line(progress, now):
     started = (progress.get('phases') or {}).get('copying', [progress.get('started')])[0] or now
     elapsed = max(now - started, 0.001)
     rate = done * 8.0 / elapsed
-    line = '%s of %s (%d %%), %s' % (human_bytes(there), human_bytes(total), 100 * there // total if total else 100,
-                                     mbit(rate))
+    line = '%s of %s (%d %%), %s of %s files, %s' % (
+        human_bytes(there), human_bytes(total), 100 * there // total if total else 100,
+        progress.get('files_done') or 0, progress.get('files') or 0, mbit(rate))
     if progress.get('state') == 'copying' and rate > 0 and total > there:
         line += ', ETA %d s' % ((total - there) * 8.0 / rate)
     return '%s (%s, %d stream%s)' % (line, progress.get('state'), len(progress.get('streams') or []),
                                      '' if len(progress.get('streams') or []) == 1 else 's')
 
 
+def kept(progress, target):
+    """([what the pass kept], [what it did not, and why]) from the runner's state and the destination."""
+    preserve = progress.get('preserve') or {}
+    found = (progress.get('plan') or {}).get('attributes') or {}
+    yes, no = list(ALWAYS), []
+    if target.get('owners', True):
+        yes += ['owners and groups (by number)', 'devices and special files']
+    else:
+        no.append('owners and groups: the module %s does not run as root (its uid), so the files got its owner and '
+                  'group; give the module uid: root and gid: root to keep them' % target.get('module'))
+    for key, name in (('acls', 'ACLs'), ('xattrs', 'extended attributes')):
+        if preserve.get(key):
+            yes.append(name)
+        elif found.get(key):
+            no.append('%s: the receiver\'s filesystem does not take them (%d entries of the tree have them)'
+                      % (name, found[key]))
+    if preserve.get('sparse'):
+        yes.append('holes of sparse files')
+    elif found.get('sparse'):
+        no.append('holes of sparse files: left out of migrate_preserve (%d files have them)' % found['sparse'])
+    return yes, no
+
+
+def passes(progress):
+    """The passes of the migration, oldest first, this one last: [{pass figures (PASS_FIELDS), goodput_bps}]."""
+    out = []
+    for item in list(progress.get('history') or []) + ([progress['summary']] if progress.get('summary') else []):
+        row = dict((key, item.get(key)) for key in PASS_FIELDS)
+        seconds = row.get('copy_seconds')
+        row['goodput_bps'] = int((row.get('literal_bytes') or 0) * 8 / seconds) if seconds else None
+        out.append(row)
+    return out
+
+
 def build(status, target, sender, receiver_cpu_after=None, when=None):
-    """The report of one run: the fields docs/migration.md lists.  ``receiver_cpu_after``: the receiver's daemon's
+    """The report of one pass: the fields docs/migration.md lists.  ``receiver_cpu_after``: the receiver's daemon's
     CPU time in ns now (the runner's state holds it from before the run).  ``when`` defaults to the run's end (its
     start when it has none, as after SIGKILL), so that the report of one run has one name however often it is
     read."""
@@ -54,45 +93,53 @@ def build(status, target, sender, receiver_cpu_after=None, when=None):
         if isinstance(before, int) and isinstance(receiver_cpu_after, int) and receiver_cpu_after >= before else None
     phases = progress.get('phases') or {}
     copying = phases.get('copying') or [None, None]
-    # the proof and what it sent again (proving, resending, proving again); the destination made before the copy
-    # counts to its start-up
+    # the proof and what it sent again (proving, resending, proving again, proving deletes); the destination made
+    # before the copy counts to its start-up
     proving = [value for key, value in sorted(phases.items()) if key.startswith(('proving', 'resending'))]
     seconds = (copying[1] - copying[0]) if copying[0] and copying[1] else None
-    moved = progress.get('bytes_done') or 0
+    sent = progress.get('literal_bytes')
+    sent = sent if sent is not None else progress.get('bytes_done') or 0
     total = progress.get('bytes_total') or plan.get('bytes') or 0
     gigabytes = float(total) / GB if total else 0
+    yes, no = kept(progress, target)
     run = {
         'schema': SCHEMA, 'when': when,
-        'run_id': progress.get('run_id'), 'sender': sender, 'receiver': target.get('receiver'), 'module': target.get('module'),
-        'destination': target.get('dest'), 'transport': target.get('transport'), 'state': status.get('state'),
-        'bytes': total, 'files': progress.get('files', plan.get('files')),
+        'run_id': progress.get('run_id'), 'sender': sender, 'receiver': target.get('receiver'),
+        'module': target.get('module'), 'destination': target.get('dest'), 'transport': target.get('transport'),
+        'state': status.get('state'), 'bytes': total, 'files': progress.get('files', plan.get('files')),
         'streams': progress.get('stream_count', plan.get('streams')),
         'seconds': round(seconds, 3) if seconds else None,
-        'goodput_bps': int(moved * 8 / seconds) if seconds else None,
+        'sent_bytes': sent, 'files_sent': progress.get('files_sent'),
+        'goodput_bps': int(sent * 8 / seconds) if seconds else None,
         'startup_seconds': round(copying[0] - progress['started'], 3) if copying[0] and progress.get('started')
         else None,
         'proof_seconds': round(sum(end - start for start, end in proving if start and end), 3) if proving else None,
         'total_seconds': round(progress['ended'] - progress['started'], 3) if progress.get('ended') else None,
         'proof': progress.get('proof'), 'verified': progress.get('verified'),
         'mismatches': progress.get('mismatches'), 'resent_bytes': progress.get('resent_bytes'),
+        'changed_at_source': progress.get('changed_at_source'),
+        'differs_at_receiver': progress.get('differs_at_receiver'),
+        'vanished': progress.get('vanished'), 'vanished_names': progress.get('vanished_names') or [],
+        'delete': progress.get('delete'), 'deleted': progress.get('deleted'),
+        'deleted_names': progress.get('deleted_names') or [], 'would_delete': progress.get('would_delete'),
+        'extra': progress.get('extra'), 'excludes': progress.get('excludes') or [],
         'literal_bytes': progress.get('literal_bytes'), 'present_bytes': progress.get('present_bytes'),
         'runs': progress.get('runs'), 'message': progress.get('message') or '',
+        'kept': yes, 'not_kept': no, 'passes': passes(progress),
         'per_stream': [dict((key, stream.get(key)) for key in STREAM_FIELDS)
                        for stream in progress.get('streams') or []],
         'plan': dict((key, plan.get(key)) for key in ('streams', 'streams_reason', 'per_stream', 'largest', 'bound',
-                                                      'seconds')),
+                                                      'seconds', 'linked', 'attributes', 'peak_memory_kb')),
         'sender_cpu_seconds_per_gb': round(progress['cpu_seconds'] / gigabytes, 3)
         if progress.get('cpu_seconds') is not None and gigabytes else None,
         'receiver_cpu_seconds_per_gb': round(receiver_cpu_seconds / gigabytes, 3)
         if receiver_cpu_seconds is not None and gigabytes else None,
     }
-    if target.get('owners') is False:
-        run['owners_note'] = ('the module %s does not run as root (its uid), so the files got its owner and group, '
-                              'not their own; give the module uid: root and gid: root to keep them'
-                              % target.get('module'))
     if run['proof'] == 'size':
         run['proof_note'] = ('proof size: sizes and modification times compared, not the content; a file changed on '
                              'the receiver with the same size and time is not found (use migrate_proof=checksum)')
+    run['verdict'] = verdict(run)
+    run['rows'] = rows(run)
     return run
 
 
@@ -104,40 +151,50 @@ def verdict(run):
     return 'NOT VERIFIED (%d mismatches)' % (run['mismatches'] or 0)
 
 
-def markdown(run):
-    lines = ['# Migration %s -> %s:%s (%s)' % (run['sender'], run['receiver'], run['module'], run['when']), '',
-             '**%s**%s' % (verdict(run), ': ' + run['message'] if run['message'] else ''), '',
-             '| figure | value |', '|---|---|']
-    rows = [('destination', run['destination']), ('transport', run['transport']),
-            ('bytes', human_bytes(run['bytes'] or 0)), ('files', run['files']), ('streams', run['streams']),
-            ('goodput', mbit(run['goodput_bps'])), ('copy seconds', run['seconds']),
-            ('start-up seconds', run['startup_seconds']), ('proof seconds', run['proof_seconds']),
-            ('proof', run['proof']), ('verified', run['verified']), ('mismatches', run['mismatches']),
-            ('bytes sent again', human_bytes(run['resent_bytes'] or 0)), ('runs', run['runs']),
-            ('sender CPU s per GB', run['sender_cpu_seconds_per_gb']),
-            ('receiver CPU s per GB', run['receiver_cpu_seconds_per_gb'])]
-    lines += ['| %s | %s |' % (key, '-' if value is None else value) for key, value in rows]
-    for note in ('proof_note', 'owners_note'):
-        if run.get(note):
-            lines += ['', run[note]]
-    if run['plan'].get('bound'):
-        lines += ['', 'Plan: ' + run['plan']['bound']]
-    lines += ['', '| stream | bytes | seconds | rsync exit | CPU s |', '|---:|---:|---:|---:|---:|']
+def _seconds(value):
+    return '-' if value is None else '%.1f' % value
+
+
+def rows(run):
+    """The rows the report's pages show, as text: {summary: [[figure, value]], passes: [[cells]], streams:
+    [[cells]]} (the templates escape them)."""
+    summary = [
+        ('destination', run['destination']), ('transport', run['transport']),
+        ('tree', '%s in %s files%s' % (human_bytes(run['bytes'] or 0), run['files'],
+                                       ' (%d more names of hard-linked files)' % run['plan']['linked']
+                                       if run['plan'].get('linked') else '')),
+        ('already at the receiver before this pass', human_bytes(run['present_bytes'] or 0)),
+        ('sent in this pass', '%s in %s files' % (human_bytes(run['sent_bytes'] or 0),
+                                                  '-' if run['files_sent'] is None else run['files_sent'])),
+        ('goodput of this pass', mbit(run['goodput_bps'])), ('copy seconds', _seconds(run['seconds'])),
+        ('start-up seconds', _seconds(run['startup_seconds'])), ('proof seconds', _seconds(run['proof_seconds'])),
+        ('streams', run['streams']), ('proof', run['proof']),
+        ('mismatches found by the proof', '-' if run['mismatches'] is None else
+         '%d: %s changed at the source during the pass, %s differed at the receiver' % (
+             run['mismatches'], run['changed_at_source'] or 0, run['differs_at_receiver'] or 0)),
+        ('bytes sent again', human_bytes(run['resent_bytes'] or 0)),
+        ('vanished from the source during the pass', run['vanished'] or 0),
+        ('deleted at the receiver', ('%d%s' % (run['deleted'] or 0, '' if run['extra'] is None else
+                                               ', %d left that the source has not' % run['extra']))
+         if run['delete'] else 'no (migrate_delete: false)'),
+        ('excluded', ', '.join(run['excludes']) or 'nothing'),
+        ('passes', len(run['passes'])),
+        ('sender CPU s per GB', '-' if run['sender_cpu_seconds_per_gb'] is None else run['sender_cpu_seconds_per_gb']),
+        ('receiver CPU s per GB', '-' if run['receiver_cpu_seconds_per_gb'] is None
+         else run['receiver_cpu_seconds_per_gb'])]
+    table = []
+    for item in run['passes']:
+        when = time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(item['started'])) if item.get('started') else '-'
+        table.append([str(item['runs']), when, item['state'] or '-', 'yes' if item['delete'] else 'no',
+                      human_bytes(item['literal_bytes'] or 0), str(item['files_sent'] or 0), str(item['deleted'] or 0),
+                      str(item['vanished'] or 0), str(item['changed_at_source'] or 0), _seconds(item['copy_seconds']),
+                      mbit(item['goodput_bps']), {True: 'yes', False: 'no'}.get(item['verified'], '-')])
+    streams = []
     for stream in run['per_stream']:
         seconds = stream['ended'] - stream['started'] if stream.get('ended') and stream.get('started') else None
-        cells = (stream['stream'], human_bytes(stream['bytes'] or 0), '%.1f' % seconds if seconds else '-',
-                 stream['rc'], stream['cpu_seconds'])
-        lines.append('| %s | %s | %s | %s | %s |' % cells)
-    return '\n'.join(lines) + '\n'
-
-
-def html_page(run):
-    body = html.escape(markdown(run))
-    return ('<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>Migration %s</title>\n'
-            '<style>body{font-family:sans-serif;margin:2em} pre{background:#f6f6f6;padding:1em}</style></head>\n'
-            '<body><h1>%s</h1>\n<pre>%s</pre>\n<script type="application/json" id="run">%s</script>\n</body></html>\n'
-            % (html.escape(run['when']), html.escape(verdict(run)), body,
-               json.dumps(run, sort_keys=True).replace('</', '<\\/')))
+        streams.append([str(stream['stream']), human_bytes(stream['bytes'] or 0), str(stream.get('files') or 0),
+                        _seconds(seconds), str(stream['rc']), str(stream['cpu_seconds'])])
+    return {'summary': [[key, str(value)] for key, value in summary], 'passes': table, 'streams': streams}
 
 
 def file_stem(run):

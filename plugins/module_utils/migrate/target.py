@@ -8,10 +8,18 @@ role's), checked on the controller before anything moves.  Pure functions.
 import re
 
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common.bdp import read_whole
+from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import excludes as _excludes
 from ansible_collections.bdp.wan_tune.plugins.module_utils.transfer import rsyncd
 from ansible_collections.bdp.wan_tune.plugins.module_utils.transfer import rsynctls
 
-ACTIONS = ('run', 'status', 'stop')
+ACTIONS = ('run', 'status', 'stop', 'limit')
+# What a migration keeps that depends on the receiver (migrate_preserve): owners and groups (a module that runs as
+# root), ACLs and extended attributes (where the receiver's filesystem has them), sparse files (holes kept). Permissions,
+# times, symbolic links, hard links, devices and special files (with owners) are always kept.
+PRESERVE = ('owners', 'acls', 'xattrs', 'sparse')
+PRESERVE_HELP = 'a list of owners, acls, xattrs, sparse (the default: all of them)'
+MAX_DELETE_DEFAULT = 1000
+MAX_DELETE_HELP = 'a whole number of files, or -1 for no limit (default %d)' % MAX_DELETE_DEFAULT
 TRANSPORTS = ('tls', 'plain')
 SUBDIR_RE = re.compile(r'^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$')
 SUBDIR_HELP = ('a directory name of at most 128 letters, digits, _ . - (the sender\'s inventory name by default), or / '
@@ -91,6 +99,31 @@ def target(sender, receiver, receiver_vars, sender_address, module=None, user=No
             'max_connections': chosen['max_connections'], 'client': layout['client'],
             'env': layout['env_vars'] if transport == 'tls' else {}, 'server_messages': layout['server_messages'],
             'migration': layout['migration'], 'service': layout['service'] if transport == 'tls' else None}
+
+
+def pass_problems(item, delete, max_delete, exclude, preserve):
+    """The problems of a pass of ``item`` (target()'s destination): migrate_delete into the module's own directory
+    (what is there is not only this sender's), migrate_max_delete, migrate_exclude, migrate_preserve (owners need a
+    module that runs as root)."""
+    problems = []
+    if delete and not item['subdir']:
+        problems.append('migrate_delete: true with migrate_subdir=/ would delete, in the module %s\'s own directory %s '
+                        'on %s, whatever the source has not, also what is not this sender\'s; expected a directory '
+                        'of its own (migrate_subdir empty: the sender\'s inventory name) for a pass with deletes.'
+                        % (item['module'], item['path'], item['receiver']))
+    limit = read_whole(max_delete) if str(max_delete).strip() != '-1' else -1
+    if limit is None:
+        problems.append('migrate_max_delete: %r is not a number of files; expected %s.' % (max_delete, MAX_DELETE_HELP))
+    problems.extend(_excludes.check(exclude))
+    if not isinstance(preserve, (list, tuple)) or [name for name in preserve if name not in PRESERVE]:
+        problems.append('migrate_preserve: %r is not a list of what to keep; expected %s.' % (preserve, PRESERVE_HELP))
+    elif 'owners' in preserve and not item['owners']:
+        problems.append('migrate_preserve: owners, but the module %s of %s does not run as root (its uid in '
+                        'rsync_daemon_modules), so every file would be owned by that user; expected the module with '
+                        'uid: root and gid: root (rsync keeps owners and groups by number, chrooted, inside the '
+                        'sandboxed TLS daemon: docs/migration.md), or migrate_preserve without owners to accept that.'
+                        % (item['module'], item['receiver']))
+    return problems
 
 
 def streams(wanted, auto, max_connections):

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, bdp.wan_tune contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The migrate_report module: the report's files, written once per content, the run's first receiver CPU figure kept."""
+"""The migrate_report module: the report's JSON, written once per content, the run's first receiver CPU figure kept."""
 
 from __future__ import annotations
 
@@ -34,7 +34,9 @@ def test_the_report_files_in_a_new_directory_and_the_first_cpu_figure_kept(tmp_p
     first = run_module(migrate_report.main, args(report_dir, 16 * 10 ** 9))
     assert first['rc'] == 0 and first['changed'] is True, first
     assert stat.S_IMODE(os.stat(str(report_dir)).st_mode) == 0o755
-    assert sorted(os.listdir(str(report_dir))) == sorted(os.path.basename(path) for path in first['paths'].values())
+    # the JSON; the role renders the pages of paths md and html from the run with its templates
+    assert os.listdir(str(report_dir)) == [os.path.basename(first['paths']['json'])]
+    assert sorted(first['paths']) == ['html', 'json', 'md'] and first['paths']['md'].endswith('-dc1-a-dc2-a.md')
     with open(first['paths']['json']) as handle:
         assert json.load(handle)['receiver_cpu_seconds_per_gb'] == 3.0
 

@@ -20,8 +20,8 @@ MB = 10 ** 6
 
 
 def test_the_streams_get_about_equal_bytes_the_largest_files_first():
-    files = [('big', 1000 * MB)] + [('m%d' % index, 5 * MB) for index in range(200)] + \
-        [('s%d' % index, MB // 2) for index in range(2000)]
+    files = [('big', 1000 * MB, None)] + [('m%d' % index, 5 * MB, None) for index in range(200)] + \
+        [('s%d' % index, MB // 2, None) for index in range(2000)]
     planned = _plan.plan(files, ['d'], ['link'], 4, rate_bps=10 ** 9)
     loads = [item['bytes'] for item in planned['per_stream']]
     assert planned['bytes'] == sum(loads) == 3000 * MB and planned['files'] == 2201
@@ -33,13 +33,13 @@ def test_the_streams_get_about_equal_bytes_the_largest_files_first():
 
 
 def test_auto_takes_one_stream_per_2_gbits_and_more_for_many_small_files():
-    large = [('f%d' % index, 100 * MB) for index in range(10)]
+    large = [(['f%d' % index], 100 * MB) for index in range(10)]
     assert _plan.auto_streams(large, 10 ** 9) == (1, 'one stream per 2 Gbit/s of the path rate')
     assert _plan.auto_streams(large, 10 * 10 ** 9)[0] == 5
-    small = [('f%d' % index, 20000) for index in range(5000)]
+    small = [(['f%d' % index], 20000) for index in range(5000)]
     count, reason = _plan.auto_streams(small, 10 ** 9)
     assert count == 4 and 'per-file work on the receiver' in reason
-    assert _plan.auto_streams([('a', 1)], 100 * 10 ** 9)[0] == 1          # never more streams than files
+    assert _plan.auto_streams([(['a'], 1)], 100 * 10 ** 9)[0] == 1          # never more streams than files
 
 
 def test_the_tree_is_read_as_rsync_lists_it(tmp_path):
@@ -47,14 +47,32 @@ def test_the_tree_is_read_as_rsync_lists_it(tmp_path):
     (tmp_path / 'a' / 'b' / 'f').write_bytes(b'x' * 10)
     (tmp_path / 'e').mkdir()
     os.symlink('a', str(tmp_path / 'l'))
-    assert _plan.walk(str(tmp_path)) == ([('a/b/f', 10)], ['a', 'a/b', 'e'], ['l'])
+    assert _plan.walk(str(tmp_path)) == ([('a/b/f', 10, None)], ['a', 'a/b', 'e'], ['l'])
     with pytest.raises(_plan.PlanError, match='is not a directory'):
         _plan.walk(str(tmp_path / 'missing'))
 
 
+def test_the_names_of_one_inode_go_to_one_stream_and_their_bytes_count_once(tmp_path):
+    """rsync -H links the names of one inode only within one transfer: split across streams they would arrive as
+    two files."""
+    for index in range(8):
+        (tmp_path / ('f%d' % index)).write_bytes(b'x' * (1000 + index))
+    (tmp_path / 'd').mkdir()
+    for index in range(3):
+        os.link(str(tmp_path / 'f7'), str(tmp_path / 'd' / ('f7-%d' % index)))
+    files, dirs, others = _plan.walk(str(tmp_path))
+    planned = _plan.plan(files, dirs, others, 4)
+    assert planned['files'] == 11 and planned['linked'] == 3
+    assert planned['bytes'] == sum(1000 + index for index in range(8))
+    assert sum(item['files'] for item in planned['per_stream']) == 11
+    together = [paths for paths in planned['lists'] if 'f7' in paths]
+    assert len(together) == 1 and set(['d/f7-0', 'd/f7-1', 'd/f7-2']) <= set(together[0])
+
+
 RECEIVER = {'rsync_daemon_modules': [{'name': 'pub', 'path': '/srv/pub'},
                                      {'name': 'incoming', 'path': '/srv/incoming', 'read_only': False,
-                                      'auth_users': ['migrate', 'other'], 'hosts_allow': ['198.18.3.0/24']}],
+                                      'auth_users': ['migrate', 'other'], 'hosts_allow': ['198.18.3.0/24'],
+                                      'uid': 'root', 'gid': 'root', 'numeric_ids': True}],
             'rsync_daemon_users': [{'name': 'migrate', 'password': 'p'}, {'name': 'other', 'password': 'q'}],
             'rsync_daemon_tls_migration': 'm1', 'rsync_daemon_streams': 6, 'rsync_daemon_hosts_allow': ['198.18.3.0/24']}
 
@@ -122,9 +140,8 @@ def test_the_report_has_the_fields_and_goodput_leaves_out_start_up_and_proof():
     assert run['seconds'] == 20.0 and run['goodput_bps'] == 800 * 10 ** 6 and run['startup_seconds'] == 2.0
     assert run['proof_seconds'] == 16.0 and run['sender_cpu_seconds_per_gb'] == 2.0
     assert run['receiver_cpu_seconds_per_gb'] == 3.0
-    assert _report.verdict(run) == 'VERIFIED (checksum)' and '| goodput | 800 Mbit/s |' in _report.markdown(run)
-    page = _report.html_page(run)
-    assert json.loads(page.split('id="run">')[1].split('</script>')[0].replace('<\\/', '</')) == run
+    assert run['verdict'] == 'VERIFIED (checksum)' and ['goodput of this pass', '800 Mbit/s'] in run['rows']['summary']
+    assert run['sent_bytes'] == 2 * 10 ** 9 and json.loads(json.dumps(run)) == run
     assert _report.file_stem(run) == 'migrate-20261126T080000Z-dc1-a-dc2-a'
     assert run['plan']['streams_reason'] == 'migrate_streams=2'
     # the name of a run's report is its end's, however often it is read; no CPU figure from a counter that fell
@@ -139,8 +156,35 @@ def test_the_report_has_the_fields_and_goodput_leaves_out_start_up_and_proof():
     assert _report.build({'state': 'done', 'progress': resent}, target, 'dc1-a')['proof_seconds'] == 18.0
     sized = _report.build({'state': 'done', 'progress': dict(progress, proof='size')}, {}, 'dc1-a')
     assert 'not the content' in sized['proof_note'] and sized['receiver_cpu_seconds_per_gb'] is None
-    line = _report.progress_line(dict(progress, state='copying', bytes_done=10 ** 9), 112.0)
-    assert line == '1 GB of 2 GB (50 %), 800 Mbit/s, ETA 10 s (copying, 1 stream)'
+    line = _report.progress_line(dict(progress, state='copying', bytes_done=10 ** 9, files_done=2), 112.0)
+    assert line == '1 GB of 2 GB (50 %), 2 of 3 files, 800 Mbit/s, ETA 10 s (copying, 1 stream)'
+
+
+def test_goodput_is_what_a_pass_sent_over_its_seconds_and_the_passes_converge():
+    """A pass after a complete one sends little: its goodput is what it sent (rsync's literal data) over its copy,
+    not the whole tree over it; the table of passes shows each one."""
+    first = {'runs': 1, 'run_id': '1.0', 'state': 'done', 'started': 10.0, 'ended': 40.0, 'copy_seconds': 20.0,
+             'literal_bytes': 2 * 10 ** 9, 'files_sent': 3000, 'deleted': 0, 'vanished': 2, 'changed_at_source': 1,
+             'differs_at_receiver': 0, 'verified': True, 'delete': False, 'proof': 'checksum'}
+    progress = {'state': 'done', 'runs': 2, 'started': 100.0, 'ended': 104.0, 'bytes_total': 2 * 10 ** 9,
+                'bytes_done': 2 * 10 ** 9, 'literal_bytes': 10 ** 7, 'files_sent': 30, 'files': 3000,
+                'present_bytes': 2 * 10 ** 9, 'proof': 'checksum', 'verified': True, 'mismatches': 0, 'delete': True,
+                'deleted': 15, 'extra': 0, 'phases': {'copying': [101.0, 102.0]}, 'history': [first],
+                'preserve': {'acls': True, 'xattrs': False, 'sparse': True},
+                'plan': {'attributes': {'xattrs': 4}, 'linked': 2}}
+    progress['summary'] = dict(first, runs=2, run_id='2.0', started=100.0, copy_seconds=1.0, literal_bytes=10 ** 7,
+                               files_sent=30, deleted=15, vanished=0, changed_at_source=0, delete=True)
+    run = _report.build({'state': 'done', 'progress': progress}, {'receiver': 'b', 'owners': True}, 'a')
+    assert run['goodput_bps'] == 80 * 10 ** 6 and run['sent_bytes'] == 10 ** 7 and run['files_sent'] == 30
+    assert [(item['runs'], item['goodput_bps'], item['deleted']) for item in run['passes']] == [
+        (1, 800 * 10 ** 6, 0), (2, 80 * 10 ** 6, 15)]
+    assert [row[0] for row in run['rows']['passes']] == ['1', '2'] and run['rows']['passes'][1][6] == '15'
+    assert ['deleted at the receiver', '15, 0 left that the source has not'] in run['rows']['summary']
+    assert 'ACLs' in run['kept'] and 'owners and groups (by number)' in run['kept']
+    assert run['not_kept'] == ["extended attributes: the receiver's filesystem does not take them (4 entries of the "
+                               "tree have them)"]
+    nobody = _report.build({'state': 'done', 'progress': progress}, {'module': 'in', 'owners': False}, 'a')
+    assert nobody['not_kept'][0].startswith('owners and groups: the module in does not run as root')
 
 
 def hostvars(**senders):
@@ -206,3 +250,35 @@ def test_a_receiver_in_another_job_slice_is_refused_with_what_to_do():
                                "of the receiver, whose rsync_daemon variables say where the tree goes. Under AWX job "
                                "slicing a slice holds only its own hosts: run the migration unsliced (job_slice_count "
                                "1; --limit keeps the whole inventory and is fine)."]
+
+
+def test_a_pass_refuses_what_it_would_get_wrong_before_anything_moves():
+    inventory = hostvars(**{'dc1-a': {}})
+    assert migrate_target('dc1-a', inventory, source='/data', delete=True, max_delete=-1)['problems'] == []
+    root = migrate_target('dc1-a', inventory, source='/data', subdir='/', delete=True)['problems']
+    assert len(root) == 1 and root[0].startswith('migrate_delete: true with migrate_subdir=/ would delete, in the '
+                                                 'module incoming\'s own directory /srv/incoming on dc2-a')
+    assert migrate_target('dc1-a', inventory, source='/data', max_delete='many')['problems'] == [
+        "migrate_max_delete: 'many' is not a number of files; expected %s." % _target.MAX_DELETE_HELP]
+    assert migrate_target('dc1-a', inventory, source='/data', exclude=['- *.tmp'])['problems'][0].startswith(
+        "migrate_exclude[0]: '- *.tmp' is not an exclude pattern")
+    assert migrate_target('dc1-a', inventory, source='/data', preserve=['owners', 'colour'])['problems'][0].startswith(
+        "migrate_preserve: ['owners', 'colour'] is not a list of what to keep")
+    # a module that does not run as root writes every file as its user: refused while owners are asked for
+    nobody = dict(RECEIVER, rsync_daemon_modules=[dict(RECEIVER['rsync_daemon_modules'][1], uid='nobody')])
+    inventory = dict(hostvars(**{'dc1-a': {}}), **{'dc2-a': dict(nobody, wan_address='198.18.3.12')})
+    refused = migrate_target('dc1-a', inventory, source='/data')['problems']
+    assert len(refused) == 1 and refused[0].startswith('migrate_preserve: owners, but the module incoming of dc2-a '
+                                                       'does not run as root')
+    assert migrate_target('dc1-a', inventory, source='/data', preserve=['acls', 'xattrs'])['problems'] == []
+
+
+def test_a_source_given_to_every_host_names_the_real_mistake():
+    """-e migrate_source=/data makes the receiver a sender too: said so, rather than that its peer has no daemon."""
+    inventory = hostvars(**{'dc1-a': {}})
+    inventory['dc2-a'] = dict(inventory['dc2-a'], migrate_source='/data', wan_peer='dc1-a')
+    for host in ('dc1-a', 'dc2-a'):
+        problems = migrate_target(host, inventory, source='/data')['problems']
+        assert len(problems) == 1 and problems[0].startswith('migrate_source: set on %s, which receives the tree of '
+                                                             % host), problems
+        assert 'an extra variable (-e migrate_source=...) sets it on every host' in problems[0]

@@ -21,6 +21,7 @@ import time
 
 import pytest
 
+from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import excludes as _excludes
 from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import plan as _plan
 from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import runner as _runner
 
@@ -79,22 +80,24 @@ def make_tree(root):
         os.utime(top, (10 ** 9, 10 ** 9))
 
 
-def prepare(tmp_path, port, streams=2, proof='checksum', bwlimit_bps=0):
-    """The run directory as migrate_plan and migrate_run leave it."""
+def prepare(tmp_path, port, streams=2, proof='checksum', bwlimit_bps=0, **extra):
+    """The run directory as migrate_plan and migrate_run leave it (``extra``: more of the config, such as delete,
+    max_delete, excludes, preserve)."""
     source, run_dir = tmp_path / 'src', tmp_path / 'run'
     if not source.exists():
         make_tree(source)
     run_dir.mkdir(exist_ok=True)
-    files, dirs, others = _plan.walk(str(source))
+    files, dirs, others = _plan.walk(str(source), _excludes.compile_patterns(extra.get('excludes') or []))
     planned = _plan.plan(files, dirs, others, streams)
     for index, paths in enumerate(planned['lists']):
-        (run_dir / (_runner.LISTS % index)).write_bytes(b''.join(p.encode() + b'\0' for p in paths))
+        (run_dir / (_runner.LISTS % index)).write_bytes(_runner.nul_list(paths))
     (run_dir / _runner.DIRS_LIST).write_bytes(_runner.nul_list(['.'] + dirs))
     (run_dir / _runner.PASSWORD).write_text(PASSWORD + '\n')
     os.chmod(str(run_dir / _runner.PASSWORD), 0o600)
-    config = {'id': 'test', 'source': str(source), 'url': 'rsync://u@127.0.0.1:%d/in/sender/' % port,
-              'transport': 'plain', 'env': {}, 'bytes': planned['bytes'], 'files': planned['files'],
-              'streams': streams, 'proof': proof, 'present_bytes': du(tmp_path / 'dest'), 'bwlimit_bps': bwlimit_bps}
+    config = dict({'id': 'test', 'source': str(source), 'url': 'rsync://u@127.0.0.1:%d/in/sender/' % port,
+                   'transport': 'plain', 'env': {}, 'bytes': planned['bytes'], 'files': planned['files'],
+                   'streams': streams, 'proof': proof, 'present_bytes': du(tmp_path / 'dest'),
+                   'bwlimit_bps': bwlimit_bps}, **extra)
     (run_dir / _runner.CONFIG).write_text(json.dumps(config))
     return source, run_dir
 
@@ -105,9 +108,9 @@ def du(path):
 
 def digest(root):
     out = {}
-    for top, dummy, names in os.walk(str(root)):
+    for top, dummy, names in os.walk(os.fsencode(str(root))):
         for name in names:
-            path = os.path.join(top, name)
+            path = os.fsdecode(os.path.join(top, name))
             if os.path.islink(path):
                 out[os.path.relpath(path, str(root))] = 'link:' + os.readlink(path)
             else:
@@ -225,3 +228,161 @@ def test_a_refused_password_ends_the_run_failed_with_rsyncs_words(tmp_path, daem
     assert state['state'] == 'failed' and state['verified'] is None and 'proving' not in state['phases']
     assert 'rsync exit 5' in state['message'] and 'auth failed' in state['message'], state['message']
     assert 'wrong' not in json.dumps(state) and not (run_dir / _runner.PASSWORD).exists()
+
+
+ODD = ['new\nline', 'back\\#012slash', os.fsdecode(b'bad\xff\xfename'), '-dash', 'tab\tx', 'sp ace', 'cr\rx',
+       '\\#134']
+
+
+def test_any_file_name_survives_the_copy_the_proof_and_the_resend(tmp_path, daemon):
+    """rsync prints a name it would not show (a newline, a backslash before #) escaped as \\#ooo: the resend list
+    takes the name the file system has."""
+    port, dest = daemon
+    source = tmp_path / 'src'
+    (source / 'odd').mkdir(parents=True)
+    for index, name in enumerate(ODD):
+        (source / 'odd' / name).write_bytes(os.urandom(1000 + index))
+    source, run_dir = prepare(tmp_path, port, streams=3)
+    assert run(run_dir) == 0, _runner.read_state(str(run_dir))['message']
+    assert digest(source) == digest(dest / 'sender')
+    for name in ODD:                                     # each changed at the receiver, size and time kept
+        victim = dest / 'sender' / 'odd' / name
+        info = os.stat(str(victim))
+        data = bytearray(victim.read_bytes())
+        data[10] ^= 0xff
+        victim.write_bytes(bytes(data))
+        os.utime(str(victim), ns=(info.st_atime_ns, info.st_mtime_ns))
+    source, run_dir = prepare(tmp_path, port, streams=3)
+    assert run(run_dir) == 0, _runner.read_state(str(run_dir))['message']
+    state = _runner.read_state(str(run_dir))
+    assert state['mismatches'] == len(ODD) and state['mismatches_after_resend'] == 0 and state['verified'] is True
+    assert sorted(state['mismatched']) == sorted('odd/' + name for name in ODD)
+    assert state['differs_at_receiver'] == len(ODD) and state['changed_at_source'] == 0
+    assert digest(source) == digest(dest / 'sender')
+
+
+def test_the_names_of_one_inode_arrive_as_one_file(tmp_path, daemon):
+    port, dest = daemon
+    source = tmp_path / 'src'
+    make_tree(source)
+    (source / 'linked').mkdir()
+    os.link(str(source / 'small' / 'd1' / 'f01'), str(source / 'linked' / 'f01'))
+    os.link(str(source / 'big' / 'one.bin'), str(source / 'linked' / 'one.bin'))
+    source, run_dir = prepare(tmp_path, port, streams=4)
+    assert run(run_dir) == 0, _runner.read_state(str(run_dir))['message']
+    for one, other in (('small/d1/f01', 'linked/f01'), ('big/one.bin', 'linked/one.bin')):
+        first, second = (os.stat(str(dest / 'sender' / path)) for path in (one, other))
+        assert (first.st_ino, first.st_nlink) == (second.st_ino, 2), (one, other)
+    assert digest(source) == digest(dest / 'sender')
+
+
+def test_a_file_gone_from_the_source_after_the_plan_is_listed_as_vanished_not_a_failure(tmp_path, daemon):
+    port, dest = daemon
+    source, run_dir = prepare(tmp_path, port, streams=2)
+    (source / 'small' / 'd2' / 'f05').unlink()                    # after the plan listed it
+    assert run(run_dir) == 0, _runner.read_state(str(run_dir))['message']
+    state = _runner.read_state(str(run_dir))
+    assert state['state'] == 'done' and state['verified'] is True
+    assert state['vanished'] == 1 and state['vanished_names'] == ['small/d2/f05'], state
+    assert digest(source) == digest(dest / 'sender')
+
+
+def test_a_file_changed_at_the_source_after_its_copy_is_sent_again_and_counted_apart(tmp_path, daemon):
+    """Stream 0 carries the 4 MB file at 2 MB/s; stream 1 the small files at once: one of them changes at the
+    source while stream 0 still copies (a live tree), so the proof finds it."""
+    port, dest = daemon
+    source, run_dir = prepare(tmp_path, port, streams=2, bwlimit_bps=2 * 8 * 2 * 10 ** 6)
+    proc = subprocess.Popen([sys.executable, RUNNER, str(run_dir)])
+    copied = dest / 'sender' / 'top.bin'
+    deadline = time.time() + 30
+    while time.time() < deadline and not copied.exists():
+        time.sleep(0.05)
+    time.sleep(0.2)
+    (source / 'top.bin').write_bytes(os.urandom(10 ** 5))
+    assert proc.wait(120) == 0, _runner.read_state(str(run_dir))['message']
+    state = _runner.read_state(str(run_dir))
+    assert _runner.read_state(str(run_dir))['phases']['copying'][1] > os.stat(str(source / 'top.bin')).st_mtime
+    assert state['mismatched'] == ['top.bin'] and state['changed_at_source'] == 1, state
+    assert state['differs_at_receiver'] == 0 and state['verified'] is True
+    assert digest(source) == digest(dest / 'sender')
+
+
+def test_excludes_leave_the_same_paths_out_of_the_copy_the_proof_and_the_deletes(tmp_path, daemon):
+    port, dest = daemon
+    source = tmp_path / 'src'
+    make_tree(source)
+    (source / 'cache').mkdir()
+    (source / 'cache' / 'c.bin').write_bytes(b'c' * 1000)
+    (source / 'small' / 'd0' / 'scratch.tmp').write_bytes(b't' * 1000)
+    (dest / 'sender').mkdir(parents=True)
+    (dest / 'sender' / 'keep.tmp').write_bytes(b'k')               # excluded: never deleted
+    (dest / 'sender' / 'gone.bin').write_bytes(b'g')               # not at the source: deleted
+    excludes = ['cache/', '*.tmp']
+    source, run_dir = prepare(tmp_path, port, excludes=excludes, delete=True, max_delete=10)
+    assert run(run_dir) == 0, _runner.read_state(str(run_dir))['message']
+    state = _runner.read_state(str(run_dir))
+    assert state['verified'] is True and state['deleted'] == 1 and state['deleted_names'] == ['gone.bin']
+    assert state['extra'] == 0 and state['excludes'] == excludes
+    assert not (dest / 'sender' / 'cache').exists() and not (dest / 'sender' / 'small' / 'd0' / 'scratch.tmp').exists()
+    assert (dest / 'sender' / 'keep.tmp').exists() and not (dest / 'sender' / 'gone.bin').exists()
+    assert state['bytes_total'] == sum(size for dummy, size in digest_sizes(source) if not dummy.endswith('.tmp')
+                                       and not dummy.startswith('cache/'))
+
+
+def digest_sizes(root):
+    return [(os.path.relpath(os.path.join(top, name), str(root)), os.lstat(os.path.join(top, name)).st_size)
+            for top, dummy, names in os.walk(str(root)) for name in names
+            if not os.path.islink(os.path.join(top, name))]
+
+
+def test_a_mirror_pass_deletes_within_its_guard_and_refuses_past_it_before_anything_moves(tmp_path, daemon):
+    port, dest = daemon
+    source, run_dir = prepare(tmp_path, port)
+    assert run(run_dir) == 0
+    first = _runner.read_state(str(run_dir))
+    for index in range(3):                                   # the application removed three files
+        (source / 'small' / 'd0' / ('f%02d' % (index * 3))).unlink()
+    (source / 'new.bin').write_bytes(os.urandom(5000))
+    before = digest(dest / 'sender')
+    source, run_dir = prepare(tmp_path, port, delete=True, max_delete=2)
+    assert run(run_dir) == 1
+    refused = _runner.read_state(str(run_dir))
+    assert refused['state'] == 'refused' and refused['would_delete'] == 3 and refused['deleted'] == 0
+    assert 'would delete 3 files' in refused['message'] and 'migrate_max_delete=2' in refused['message']
+    assert digest(dest / 'sender') == before and 'copying' not in refused['phases']
+    source, run_dir = prepare(tmp_path, port, delete=True, max_delete=3)
+    assert run(run_dir) == 0, _runner.read_state(str(run_dir))['message']
+    mirror = _runner.read_state(str(run_dir))
+    assert mirror['deleted'] == 3 and mirror['extra'] == 0 and mirror['verified'] is True
+    assert sorted(mirror['deleted_names']) == ['small/d0/f00', 'small/d0/f03', 'small/d0/f06']
+    assert digest(source) == digest(dest / 'sender')
+    # the passes, each with what it sent and deleted: the first copied the tree, the mirror pass the new file
+    history = mirror['history']
+    assert [item['state'] for item in history] == ['done', 'refused'] and history[0]['run_id'] is None
+    assert history[0]['literal_bytes'] == first['bytes_total'] and history[0]['files_sent'] == first['files']
+    assert mirror['summary']['literal_bytes'] == 5000 and mirror['summary']['files_sent'] == 1
+    assert mirror['summary']['deleted'] == 3 and mirror['summary']['copy_seconds'] > 0
+
+
+def test_a_new_limit_restarts_the_copy_with_it_and_sends_nothing_twice(tmp_path, daemon):
+    """migrate_action=limit writes the limit into the config and sends SIGHUP to the runner: its copying stream
+    restarts with the new limit and continues from its partial file."""
+    port, dest = daemon
+    source, run_dir = prepare(tmp_path, port, streams=1, bwlimit_bps=8 * 10 ** 6)            # 1 MB/s: 4 s or more
+    proc = subprocess.Popen([sys.executable, RUNNER, str(run_dir)])
+    deadline = time.time() + 30
+    while time.time() < deadline and du(dest) < 10 ** 6:
+        time.sleep(0.1)
+    config = json.loads((run_dir / _runner.CONFIG).read_text())
+    (run_dir / _runner.CONFIG).write_text(json.dumps(dict(config, bwlimit_bps=0)))
+    proc.send_signal(signal.SIGHUP)
+    assert proc.wait(60) == 0, _runner.read_state(str(run_dir))['message']
+    state = _runner.read_state(str(run_dir))
+    assert state['verified'] is True and state['bwlimit_bps'] == 0 and [item[1] for item in state['limits']] == [0]
+    assert digest(source) == digest(dest / 'sender')
+    # the restarted rsync continued from the partial file (rsync's delta matched what the stopped one had sent) and
+    # sent what was left: every byte of the tree was sent once or found in the partial file, none twice
+    stream = state['streams'][0]
+    assert stream['matched_bytes'] > 0, stream
+    assert abs(state['literal_bytes'] + stream['matched_bytes'] - state['bytes_total']) <= 65536, stream
+    assert state['resent_bytes'] <= 65536
