@@ -9,9 +9,10 @@ module: migrate_status
 short_description: Read how a migration is going on the sender, wait for it with a progress line, or stop it
 version_added: 0.4.0
 description:
-  - Reads the migration's unit and the state its runner writes in O(run_dir) - the phase (copying, proving,
-    resending, directories, done, failed, stopped; interrupted when the unit is gone before the runner ended, as
-    after SIGKILL or a reboot), the bytes moved, each stream's bytes and times, the proof.
+  - Reads the migration's unit and the state its runner writes in O(run_dir) - the phase (counting deletes,
+    destination, copying, deleting, proving, resending, proving deletes, directories; done, failed, stopped, refused
+    (a mirror pass past its guard); interrupted when the unit is gone before the runner ended, as after SIGKILL or a
+    reboot), the bytes and files moved, each stream's bytes and times, the proof.
   - With O(wait) (the action plugin), it reads again every O(interval) seconds until the unit has ended, and shows one
     progress line each time on the controller (bytes, %, Mbit/s, ETA); Ctrl-C on the controller leaves the migration
     running, and a later run with C(migrate_action=status) comes back to it.
@@ -88,7 +89,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import runner as _runner
 from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import unit as _unit
 
-ENDED = ('done', 'failed', 'stopped')
+ENDED = ('done', 'failed', 'stopped', 'refused')
 
 
 def unstarted(config, previous, unit):
