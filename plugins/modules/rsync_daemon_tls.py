@@ -13,21 +13,23 @@ description:
     community.crypto and writes the stunnel configuration and its unit from templates; this module does what comes
     before and after that, under the host's run lock (one state-changing step of the collection at a time).
   - "O(state=present) on a receiver (O(server=true)): before the first change, keeps a record of what was there
-    (whether O(wrap_path) existed, a unit file of the same name, which it keeps a copy of); refuses a O(wrap_path)
-    whose marks of the collection's block are broken (a lone BEGIN would make blockinfile add a second block), and a
-    CA directory O(ca_dir) with one of its two files or a key that others can read, before anything changes; makes
-    O(directory) and O(ca_dir) (root's, 0700); records the receiver's O(migration), O(senders) and O(ca_dir) (and
-    returns the ones recorded before, whose client files a moved receiver releases; the CA of the migration it left
-    is removed, since no sender holds a certificate of it any more); returns the migration CA's certificate when the
-    receiver has one; and reports whether the daemon runs, how many transfers it serves (the rsync processes stunnel
-    started; its libwrap helpers are not counted) and whether its unit file is newer than the running daemon (a
-    restart is owed)."
+    (whether O(wrap_path) existed, a unit file of the same name, which it keeps a copy of); refuses, before anything
+    changes, a O(wrap_path) whose marks of the collection's block are broken (a lone BEGIN would make blockinfile add
+    a second block), a CA directory O(ca_dir) with the certificate but not its key, a key that is not root's and 0600,
+    or a CA that ends within 30 days, and a receiver that serves O(migration) with certificates of a CA whose key is
+    neither in O(ca_dir) nor on the controller (O(earlier_ca)), unless O(new_ca); makes O(directory) and O(ca_dir)
+    root's and 0700 (or puts them so; their parents 0755); records the receiver's O(migration), O(senders) and
+    O(ca_dir) (and returns the ones recorded before, whose client files a moved receiver releases; the CA directory of
+    the migration it left is removed, since no sender holds a certificate of it any more); returns the migration
+    CA's certificate when the receiver has one; and reports whether the daemon runs, how many transfers it serves
+    (the rsync processes stunnel started; its libwrap helpers are not counted) and whether its unit file is newer than
+    the running daemon (a restart is owed)."
   - "O(state=present) on a sender (O(server=false)): makes, below O(directory), the directory of the trust anchor,
     certificate and key that the sender holds for each of O(receivers) in O(migration),
-    C(<directory>/<migration>/<receiver>/), and records it. Where earlier versions left one identity for the whole
-    migration in C(<directory>/<migration>/), its files are copied into a receiver's directory that has none (the
-    certificate is kept when the receiver's CA signed it: nothing is issued anew). Client files of version 0.3, which
-    lay in O(directory) itself, are removed (they belong to no migration)."
+    C(<directory>/<migration>/<receiver>/), root's and 0700, and records it. Where earlier versions left one identity
+    for the whole migration in C(<directory>/<migration>/) and its trust anchor is O(anchor) (the receiver's CA, moved
+    from the controller), its files are copied into a receiver's directory that has none, so that its certificate is
+    kept. Client files of version 0.3, which lay in O(directory) itself, are removed (they belong to no migration)."
   - "O(state=absent) on a receiver: refuses broken marks in O(wrap_path) before anything changes (the role's
     blockinfile then removes the block), removes the receiver's files, its directory and its migration CA, puts back a
     unit file that was there before, and returns the migration and senders it recorded. On a sender, the directories
@@ -51,9 +53,28 @@ options:
     type: path
     required: true
   ca_dir:
-    description: The directory of the migration's CA on the receiver (O(server=true), O(state=present)); omitted
-      when the CA is given in variables and signs on the controller.
+    description: The directory of the migration's CA on the receiver (O(server=true), O(state=present)).
     type: path
+  ca_given:
+    description: The CA is given in variables and signs on the controller; O(ca_dir) is neither read nor made (and not
+      removed).
+    type: bool
+    default: false
+  earlier_ca:
+    description: The controller holds the migration's CA that an earlier version made there (the role moves it to the
+      receiver).
+    type: bool
+    default: false
+  new_ca:
+    description: Let a new CA be made for a receiver that serves O(migration) with certificates of a CA whose key is
+      lost (C(rsync_daemon_tls_ca_new)).
+    type: bool
+    default: false
+  anchor:
+    description: The certificate (PEM) of the receivers' CA (O(server=false)); the one identity of earlier versions is
+      copied into a receiver's directory only where its trust anchor is this CA.
+    type: str
+    default: ""
   migration:
     description: The migration's name (a sender keeps one directory for each).
     type: str
@@ -126,9 +147,18 @@ senders_before:
   type: list
   elements: str
 ca_cert:
-  description: The certificate (PEM) of the migration CA in O(ca_dir); empty when the receiver has none yet.
+  description: The certificate (PEM) of the migration CA in O(ca_dir); empty when the receiver has none yet (or only
+    its key, a CA whose making was cut short).
   returned: state=present and server=true
   type: str
+server_dir_made:
+  description: Whether O(directory) was made (or would be, in check mode).
+  returned: state=present and server=true
+  type: bool
+ca_dir_made:
+  description: Whether O(ca_dir) was made (or would be, in check mode).
+  returned: state=present and server=true
+  type: bool
 migration:
   description: The migration the receiver served, as recorded (null when there was no record).
   returned: state=absent and server=true
@@ -175,6 +205,7 @@ from ansible_collections.bdp.wan_tune.plugins.module_utils.transfer import rsync
 
 SERVER_RECORD = 'rsync_daemon_tls.json'
 CLIENT_RECORD = 'rsync_daemon_tls_client.json'
+KEY_DIR_MODE = 0o700
 
 
 def record_path(params):
@@ -194,6 +225,23 @@ def make_directories(directory, result, check_mode, mode=0o755):
             os.mkdir(path, mode)
             os.chmod(path, mode)
     return missing
+
+
+def private(directory, result, check_mode):
+    """A directory that holds keys: root's and 0700, made so or put so (a key that community.crypto or copy write is
+    for a moment of the umask's mode before its own, so only the directory keeps others out); its missing parents
+    0755.  The directories made."""
+    made = make_directories(os.path.dirname(directory.rstrip('/')), result, check_mode)
+    made += make_directories(directory, result, check_mode, KEY_DIR_MODE)
+    if directory not in made and os.path.isdir(directory):
+        info = os.stat(directory)
+        if info.st_uid != 0 or stat.S_IMODE(info.st_mode) != KEY_DIR_MODE:
+            result['files'][directory] = 'made root\'s and 0700 (was uid %d, mode %04o)' % (
+                info.st_uid, stat.S_IMODE(info.st_mode))
+            if not check_mode:
+                os.chown(directory, 0, 0)
+                os.chmod(directory, KEY_DIR_MODE)
+    return made
 
 
 def remove_empty(directories, result, check_mode):
@@ -266,24 +314,46 @@ def refuse_broken_marks(module, wrap, result):
 
 
 def ca_state(module, ca_dir, result):
-    """The certificate (PEM) of the CA in ``ca_dir`` ('' when there is none); fails before anything changes when the
-    directory holds one file of the two, or a key that is not root's and 0600."""
+    """The certificate (PEM) of the CA in ``ca_dir`` ('' when it has none, or only its key: a CA whose making was cut
+    short, which the role finishes from that key); fails before anything changes when the directory holds the
+    certificate without its key, a key that is not root's and 0600, or a CA that ends within RENEW_DAYS."""
     cert, key = (os.path.join(ca_dir, tls.CA_FILES[name]) for name in ('cert', 'key'))
-    if not os.path.lexists(cert) and not os.path.lexists(key):
-        return ''
     problem = None
-    if not os.path.lexists(key) or not os.path.lexists(cert):
-        problem = '%s holds %s but not %s' % ((ca_dir,) + ((cert, key) if os.path.lexists(cert) else (key, cert)))
-    else:
+    if os.path.lexists(key):
         info = os.lstat(key)
         if not stat.S_ISREG(info.st_mode) or info.st_uid != 0 or info.st_mode & 0o077:
             problem = 'the CA key %s is not a file of root\'s with mode 0600 (uid %d, mode %04o)' % (
                 key, info.st_uid, info.st_mode & 0o7777)
+    elif os.path.lexists(cert):
+        problem = '%s holds %s but not its key %s, so it cannot sign' % (ca_dir, cert, key)
+    text = (files.read_text(cert) or '') if not problem and os.path.lexists(key) else ''
+    if text and not problem:
+        problem = ca_validity_problem(text, cert)
     if problem:
-        module.fail_json(msg='The migration CA on this receiver is not usable: %s. Nothing was changed: mend it (chown '
-                             'root:root, chmod 600), or remove the directory to have a new CA made (the senders then '
-                             'get new certificates).' % problem, **result)
-    return files.read_text(cert) or ''
+        module.fail_json(msg='rsync_daemon_state_dir, rsync_daemon_tls_migration: the migration CA on this receiver '
+                             'is not usable: %s. Nothing was changed: mend it (chown root:root, chmod 600), or remove '
+                             'the directory to have a new CA made (every certificate is then issued anew, and a '
+                             'migration running to this receiver fails its next connection).' % problem, **result)
+    return text
+
+
+def ca_validity_problem(text, path):
+    """Why the CA certificate ``text`` cannot sign (it ends within RENEW_DAYS), or None; None too where the host has
+    no Python cryptography library yet (community.crypto's modules need it, and the role installs it)."""
+    try:
+        from cryptography import x509
+    except ImportError:
+        return None
+    try:
+        cert = x509.load_pem_x509_certificate(text.encode('ascii'))
+    except ValueError as exc:
+        return '%s is not a PEM certificate (%s)' % (path, exc)
+    end = getattr(cert, 'not_valid_after_utc', None) or cert.not_valid_after.replace(tzinfo=datetime.timezone.utc)
+    try:
+        tls.validity(None, end.strftime(tls.ASN1_TIME), tls.RENEW_DAYS + 1)
+    except tls.ValidityError as exc:
+        return str(exc).split(':', maxsplit=1)[0] + ' (%s)' % path
+    return None
 
 
 def remove_tree(path, result, check_mode, why='removed'):
@@ -297,19 +367,54 @@ def remove_tree(path, result, check_mode, why='removed'):
         shutil.rmtree(path)
 
 
+def own_ca_dir(path, state_dir):
+    """Whether ``path`` is a migration's CA directory below ``state_dir`` (rsync-tls-ca/<migration>, the CA's files
+    only): the only kind of directory the module removes as a CA's."""
+    if not path or not os.path.isdir(path):
+        return False
+    real, parent = os.path.realpath(path), os.path.realpath(os.path.join(state_dir, tls.CA_SUBDIR))
+    return os.path.dirname(real) == parent and bool(tls.MIGRATION_RE.match(os.path.basename(real))) \
+        and set(os.listdir(real)) <= set(tls.CA_FILES.values())
+
+
+def same_path(one, other):
+    return bool(one) and bool(other) and os.path.realpath(one) == os.path.realpath(other)
+
+
+def refuse_lost_ca(module, params, record, result):
+    """Fail before anything changes when the receiver serves its migration with certificates of a CA whose key is
+    neither here nor on this controller (an earlier version kept it on the controller it ran from): a new CA would
+    issue every certificate anew and cut a migration that runs, so it is made only when rsync_daemon_tls_ca_new
+    asks for it."""
+    anchor = os.path.join(params['directory'], tls.SERVER_FILES['ca'])
+    if params['ca_given'] or result['ca_cert'] or params['earlier_ca'] or params['new_ca'] \
+            or record.get('migration') != params['migration'] or not os.path.exists(anchor):
+        return
+    module.fail_json(msg='rsync_daemon_tls_ca_dir: this receiver serves the migration %s with certificates of its CA '
+                         '(%s), but neither this receiver (%s) nor this controller holds the CA\'s key: an earlier '
+                         'version kept it on the controller it ran from. Run once from that controller (or give '
+                         'rsync_daemon_tls_ca_dir where the CA is), which moves it here and issues nothing anew; or '
+                         'set rsync_daemon_tls_ca_new=true to make a new CA and issue every certificate of the '
+                         'migration anew (a migration running to this receiver then fails its next connection). '
+                         'Nothing was changed.' % (params['migration'], anchor, params['ca_dir']), **result)
+
+
 def server_present(module, params, result):
     wrap = params['wrap_path']
     text = refuse_broken_marks(module, wrap, result)
     result['wrap_mode'] = '%04o' % (os.stat(wrap).st_mode & 0o7777) if text is not None else None
-    result['ca_cert'] = ca_state(module, params['ca_dir'], result) if params['ca_dir'] else ''
+    result['ca_cert'] = '' if params['ca_given'] else ca_state(module, params['ca_dir'], result)
     record = files.load_record(record_path(params))
     result['migration_before'], result['senders_before'] = record.get('migration'), record.get('senders')
+    refuse_lost_ca(module, params, record, result)
     result['active'], result['transfers'], result['restart_pending'] = daemon_state(module, params['service'],
                                                                                     tls.UNIT_PATH)
-    made = make_directories(params['directory'], result, module.check_mode)
-    if params['ca_dir']:
+    made = private(params['directory'], result, module.check_mode)
+    result['server_dir_made'] = params['directory'].rstrip('/') in made
+    if not params['ca_given']:
         made += make_directories(params['state_dir'], result, module.check_mode)
-        made += make_directories(params['ca_dir'], result, module.check_mode, 0o700)
+        made += private(params['ca_dir'], result, module.check_mode)
+    result['ca_dir_made'] = not params['ca_given'] and params['ca_dir'].rstrip('/') in made
     first = not record
     if first:
         record = {'directory': params['directory'], 'made': made, 'kept': {},
@@ -319,16 +424,18 @@ def server_present(module, params, result):
                                                          os.path.basename(tls.UNIT_PATH))
     else:
         record['made'] = record.get('made', []) + made
-    # The CA of a migration the receiver left (or of its own, now that a CA is given): no sender keeps a certificate
-    # of it (the role releases their files), so it goes.
+    # The CA of a migration the receiver left: no sender keeps a certificate of it (the role releases their files),
+    # so it goes; only a CA directory of the collection's own, never the one in use by another name of its path.
     left = record.get('ca_dir')
-    if left and left != params['ca_dir']:
-        remove_tree(left, result, module.check_mode, 'removed (the receiver no longer signs with this CA)')
-    moved = (record.get('migration'), record.get('senders'), record.get('ca_dir')) != (
-        params['migration'], sorted(params['senders']), params['ca_dir'])
+    if record.get('migration') != params['migration'] and not same_path(left, params['ca_dir']) \
+            and own_ca_dir(left, params['state_dir']):
+        remove_tree(left, result, module.check_mode, 'removed (the receiver left the migration %s)'
+                    % record.get('migration'))
+    moved = (record.get('migration'), record.get('senders')) != (params['migration'], sorted(params['senders'])) \
+        or not same_path(record.get('ca_dir'), params['ca_dir'])
     record['migration'], record['senders'], record['ca_dir'] = params['migration'], sorted(params['senders']), \
         params['ca_dir']
-    result['changed'] = bool(made) or first or moved
+    result['changed'] = bool(made) or first or moved or bool(result['files'])
     if module.check_mode or not result['changed']:
         return
     for path, copy in record['kept'].items():
@@ -367,12 +474,14 @@ def copy_file(source, target, mode):
     os.rename(tmp, target)
 
 
-def adopt(migration_dir, directory, result, check_mode):
+def adopt(migration_dir, directory, anchor, result, check_mode):
     """Copy the one identity that earlier versions kept for the whole migration (in ``migration_dir``) into a
-    receiver's ``directory`` that has none: the certificate is kept where this receiver's CA signed it."""
+    receiver's ``directory`` that has none, where its trust anchor is ``anchor``, the receiver's CA (the CA moved
+    from the controller): its certificate is kept.  Another receiver's CA did not sign it: its key stays out."""
     names = sorted(tls.CLIENT_FILES.values())
-    if not all(os.path.isfile(os.path.join(migration_dir, name)) for name in names) or \
-            any(os.path.lexists(os.path.join(directory, name)) for name in names):
+    if not anchor or not all(os.path.isfile(os.path.join(migration_dir, name)) for name in names) or \
+            any(os.path.lexists(os.path.join(directory, name)) for name in names) or \
+            (files.read_text(os.path.join(migration_dir, tls.CLIENT_FILES['ca'])) or '').strip() != anchor.strip():
         return
     for name in names:
         target = os.path.join(directory, name)
@@ -384,11 +493,11 @@ def adopt(migration_dir, directory, result, check_mode):
 def client_present(module, params, result):
     record = client_record(module, params, result)
     users = record['migrations'].setdefault(params['migration'], [])
-    migration_dir = os.path.join(record['parent'], params['migration'])
+    migration_dir = os.path.join(params['directory'], params['migration'])
     for receiver in params['receivers']:
-        directory = tls.client_dir(record['parent'], params['migration'], receiver)
-        record['made'] += make_directories(directory, result, module.check_mode)
-        adopt(migration_dir, directory, result, module.check_mode)
+        directory = tls.client_dir(params['directory'], params['migration'], receiver)
+        record['made'] += private(directory, result, module.check_mode)
+        adopt(migration_dir, directory, params['anchor'], result, module.check_mode)
         if receiver not in users:
             users.append(receiver)
             result['changed'] = True
@@ -412,7 +521,7 @@ def server_absent(module, params, result):
             result['files'][path] = 'removed'
             if not module.check_mode:
                 os.unlink(path)
-    if record.get('ca_dir'):
+    if own_ca_dir(record.get('ca_dir'), params['state_dir']):
         remove_tree(record['ca_dir'], result, module.check_mode)
     copy = (record.get('kept') or {}).get(tls.UNIT_PATH)
     if copy and os.path.exists(copy):
@@ -441,9 +550,9 @@ def client_absent(module, params, result):
     users = record['migrations'].get(params['migration'])
     if users is not None:
         gone = [name for name in users if name in params['receivers']]
-        migration_dir = os.path.join(record['parent'], params['migration'])
+        migration_dir = os.path.join(params['directory'], params['migration'])
         for receiver in gone:
-            remove_tree(tls.client_dir(record['parent'], params['migration'], receiver), result, module.check_mode)
+            remove_tree(tls.client_dir(params['directory'], params['migration'], receiver), result, module.check_mode)
         left = [name for name in users if name not in gone]
         result['changed'] = result['changed'] or bool(gone)
         record['migrations'][params['migration']] = left
@@ -471,6 +580,10 @@ def main():
             server=dict(type='bool', default=True),
             directory=dict(type='path', required=True),
             ca_dir=dict(type='path'),
+            ca_given=dict(type='bool', default=False),
+            earlier_ca=dict(type='bool', default=False),
+            new_ca=dict(type='bool', default=False),
+            anchor=dict(type='str', default=''),
             migration=dict(type='str', required=True),
             senders=dict(type='list', elements='str', default=[]),
             receivers=dict(type='list', elements='str', default=[]),
@@ -482,6 +595,8 @@ def main():
     )
     params = module.params
     result = {'changed': False, 'files': {}, 'check_mode': module.check_mode}
+    if params['server'] and params['state'] == 'present' and not params['ca_given'] and not params['ca_dir']:
+        module.fail_json(msg='ca_dir is required for a receiver whose CA is not given (ca_given).', **result)
     if params['state'] == 'absent':
         result['unit_changed'] = False
     step = {('present', True): server_present, ('present', False): client_present,

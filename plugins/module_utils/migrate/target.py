@@ -152,4 +152,4 @@ def url(item, host):
 def unit_name(receiver, module):
     """The sender's systemd unit for the migration to ``receiver``'s ``module``: one per pair, so that a second
     migration of the same pair finds the first running."""
-    return 'bdp-migrate-%s-%s.service' % (rsynctls.path_name(receiver), rsynctls.path_name(module))
+    return 'bdp-migrate-%s-%s.service' % (rsynctls.path_name(receiver, False), rsynctls.path_name(module, False))

@@ -84,11 +84,15 @@ RSYNC = '/usr/bin/rsync'
 SERVER_MESSAGES = '-M--no-msgs2stderr'
 
 
-def path_name(name):
+def path_name(name, unique=True):
     """An inventory name as one path component (and a systemd unit name's part): letters, digits, _ . - kept, any
-    other character a -, never . or .. alone."""
+    other character a -, never . or .. alone.  ``unique``: a name that had to change (or that is the name of a file
+    of a sender's migration directory) gets 8 hex digits of its hash, so that two names never share a directory."""
     text = re.sub(r'[^A-Za-z0-9_.-]', '-', str(name))
-    return '_' + text if text.strip('.') == '' else text
+    text = '_' + text if text.strip('.') == '' else text
+    if unique and (text != name or text in CLIENT_FILES.values()):
+        text += '-' + hashlib.sha256(str(name).encode('utf-8')).hexdigest()[:8]
+    return text
 
 
 def client_dir(parent, migration, receiver):

@@ -32,7 +32,32 @@ def server(root, **kwargs):
     base = {'directory': str(root / 'etc' / 'bdp-wan-tune' / 'rsync-tls'), 'migration': 'm1',
             'wrap_path': str(root / 'hosts.allow'), 'state_dir': str(root / 'state')}
     base.update(kwargs)
+    base.setdefault('ca_dir', str(root / 'state' / rsynctls.CA_SUBDIR / base['migration']))
     return base
+
+
+def make_ca(directory, days=365):
+    """A CA certificate and key of the cryptography library in ``directory`` (the key root's, 0600): its PEM."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+    import datetime
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, 'test CA')])
+    start = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(minutes=5)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(start)
+            .not_valid_after(start + datetime.timedelta(days=days))
+            .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True).sign(key, hashes.SHA256()))
+    os.makedirs(str(directory), exist_ok=True)
+    pem = cert.public_bytes(serialization.Encoding.PEM).decode('ascii')
+    (directory / 'ca.crt').write_text(pem)
+    handle = os.open(str(directory / 'ca.key'), os.O_WRONLY | os.O_CREAT, 0o600)
+    with os.fdopen(handle, 'wb') as stream:
+        stream.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                       serialization.NoEncryption()))
+    return pem
 
 
 def client(root, migration, **kwargs):
@@ -120,6 +145,16 @@ def test_a_sender_of_two_receivers_holds_one_identity_for_each(root, run_module)
     parent = root / 'etc' / 'bdp-wan-tune' / 'rsync-tls-client'
     made = run_module(rsync_daemon_tls.main, client(root, 'm1', receivers=['r1', 'r2']))
     assert made['changed'] and (parent / 'm1' / 'r1').is_dir() and (parent / 'm1' / 'r2').is_dir()
+    assert os.stat(str(parent / 'm1' / 'r1')).st_mode & 0o777 == 0o700
+    assert os.stat(str(parent / 'm1')).st_mode & 0o777 == 0o755
+    # the directory given is the one written, whatever the record says (rsync_daemon_tls_client_dir changed)
+    moved = run_module(rsync_daemon_tls.main, dict(client(root, 'm1', receivers=['r2']),
+                                                   directory=str(root / 'elsewhere')))
+    assert moved['changed'] and (root / 'elsewhere' / 'm1' / 'r2').is_dir()
+    run_module(rsync_daemon_tls.main, dict(client(root, 'm1', state='absent', receivers=['r2']),
+                                           directory=str(root / 'elsewhere')))
+    assert not (root / 'elsewhere' / 'm1' / 'r2').exists()
+    run_module(rsync_daemon_tls.main, client(root, 'm1', receivers=['r1', 'r2']))
     assert not run_module(rsync_daemon_tls.main, client(root, 'm1', receivers=['r2', 'r1']))['changed']
     for receiver in ('r1', 'r2'):
         (parent / 'm1' / receiver / 'host.key').write_text(receiver)
@@ -153,7 +188,8 @@ def test_a_sender_in_two_migrations_loses_one_at_a_time(root, run_module):
 def test_the_one_identity_of_earlier_versions_is_copied_to_each_receiver_and_kept_until_the_last_goes(root,
                                                                                                       run_module):
     """Earlier versions kept one identity per migration, <client_dir>/<migration>/, for every receiver; a running
-    migration of that version points at it, so it stays until the migration's last receiver goes."""
+    migration of that version points at it, so it stays until the migration's last receiver goes.  It is copied only
+    where the receiver's CA is its trust anchor (the CA moved from the controller)."""
     parent = root / 'etc' / 'bdp-wan-tune' / 'rsync-tls-client'
     (parent / 'm1').mkdir(parents=True)
     for name in rsynctls.CLIENT_FILES.values():
@@ -162,23 +198,28 @@ def test_the_one_identity_of_earlier_versions_is_copied_to_each_receiver_and_kep
     (root / 'state' / 'rsync_daemon_tls_client.json').write_text(json.dumps(
         {'parent': str(parent), 'made': [str(parent.parent), str(parent), str(parent / 'm1')],
          'migrations': {'m1': ['r1', 'r2']}}))
-    predicted = run_module(rsync_daemon_tls.main, dict(client(root, 'm1', receivers=['r1', 'r2']),
+    anchor = 'earlier ca.crt\n'
+    predicted = run_module(rsync_daemon_tls.main, dict(client(root, 'm1', receivers=['r1', 'r2'], anchor=anchor),
                                                        _ansible_check_mode=True))
     assert predicted['changed'] and not (parent / 'm1' / 'r1').exists()
-    adopted = run_module(rsync_daemon_tls.main, client(root, 'm1', receivers=['r1', 'r2']))
+    # another receiver's CA did not sign it: its key stays out
+    other = run_module(rsync_daemon_tls.main, client(root, 'm1', receivers=['r3'], anchor='another CA'))
+    assert other['changed'] and os.listdir(str(parent / 'm1' / 'r3')) == []
+    adopted = run_module(rsync_daemon_tls.main, client(root, 'm1', receivers=['r1', 'r2'], anchor=anchor))
     assert adopted['changed']
     for receiver in ('r1', 'r2'):
+        assert os.stat(str(parent / 'm1' / receiver)).st_mode & 0o777 == 0o700
         for name in rsynctls.CLIENT_FILES.values():
             path = parent / 'm1' / receiver / name
             assert path.read_text() == 'earlier ' + name
             assert adopted['files'][str(path)].startswith('copied from %s' % (parent / 'm1'))
             assert os.stat(str(path)).st_mode & 0o777 == (0o600 if name == 'host.key' else 0o644)
-    assert not run_module(rsync_daemon_tls.main, client(root, 'm1', receivers=['r1', 'r2']))['changed']
+    assert not run_module(rsync_daemon_tls.main, client(root, 'm1', receivers=['r1', 'r2'], anchor=anchor))['changed']
     # a receiver's own identity is never overwritten by the earlier one
     (parent / 'm1' / 'r1' / 'host.crt').write_text('issued for r1')
-    assert not run_module(rsync_daemon_tls.main, client(root, 'm1', receivers=['r1']))['changed']
+    assert not run_module(rsync_daemon_tls.main, client(root, 'm1', receivers=['r1'], anchor=anchor))['changed']
     assert (parent / 'm1' / 'r1' / 'host.crt').read_text() == 'issued for r1'
-    run_module(rsync_daemon_tls.main, client(root, 'm1', state='absent', receivers=['r1']))
+    run_module(rsync_daemon_tls.main, client(root, 'm1', state='absent', receivers=['r1', 'r3']))
     assert (parent / 'm1' / 'host.key').exists() and not (parent / 'm1' / 'r1').exists()
     run_module(rsync_daemon_tls.main, client(root, 'm1', state='absent', receivers=['r2']))
     assert not (root / 'etc' / 'bdp-wan-tune').exists() and not (root / 'state').exists()
@@ -202,28 +243,41 @@ def test_the_client_files_of_0_3_are_removed(root, run_module):
 
 def test_the_receiver_keeps_its_migration_ca_in_a_root_only_directory_and_drops_it_when_it_leaves(root, run_module):
     ca_dirs = dict((name, root / 'state' / rsynctls.CA_SUBDIR / name) for name in ('m1', 'm2'))
-    first = run_module(rsync_daemon_tls.main, server(root, ca_dir=str(ca_dirs['m1'])))
-    assert first['changed'] and first['ca_cert'] == ''
-    assert os.stat(str(ca_dirs['m1'])).st_mode & 0o777 == 0o700
-    assert os.stat(str(ca_dirs['m1'].parent)).st_mode & 0o777 == 0o700
-    (ca_dirs['m1'] / 'ca.crt').write_text('-----BEGIN CERTIFICATE-----\nm1\n-----END CERTIFICATE-----\n')
-    (ca_dirs['m1'] / 'ca.key').write_text('key of m1')
-    os.chmod(str(ca_dirs['m1'] / 'ca.key'), 0o600)
-    again = run_module(rsync_daemon_tls.main, server(root, ca_dir=str(ca_dirs['m1'])))
-    assert not again['changed'] and 'm1' in again['ca_cert']
-    checked = run_module(rsync_daemon_tls.main, dict(server(root, migration='m2', ca_dir=str(ca_dirs['m2'])),
-                                                     _ansible_check_mode=True))
+    first = run_module(rsync_daemon_tls.main, server(root))
+    assert first['changed'] and first['ca_cert'] == '' and first['ca_dir_made'] and first['server_dir_made']
+    for path in (ca_dirs['m1'], root / 'etc' / 'bdp-wan-tune' / 'rsync-tls'):
+        assert os.stat(str(path)).st_mode & 0o777 == 0o700, path
+    assert os.stat(str(ca_dirs['m1'].parent)).st_mode & 0o777 == 0o755
+    pem = make_ca(ca_dirs['m1'])
+    again = run_module(rsync_daemon_tls.main, server(root))
+    assert not again['changed'] and again['ca_cert'] == pem and not again['ca_dir_made']
+    # another name of the same directory is the same directory: nothing is removed
+    alias = run_module(rsync_daemon_tls.main, server(root, state_dir=str(root / 'state' / '.' / ''),
+                                                     ca_dir=str(root / 'state' / '.' / rsynctls.CA_SUBDIR / 'm1')))
+    assert alias['rc'] == 0 and (ca_dirs['m1'] / 'ca.key').exists(), alias
+    checked = run_module(rsync_daemon_tls.main, dict(server(root, migration='m2'), _ansible_check_mode=True))
     assert checked['changed'] and checked['files'][str(ca_dirs['m1'])].startswith('removed')
     assert (ca_dirs['m1'] / 'ca.key').exists() and not ca_dirs['m2'].exists()
-    moved = run_module(rsync_daemon_tls.main, server(root, migration='m2', ca_dir=str(ca_dirs['m2'])))
+    moved = run_module(rsync_daemon_tls.main, server(root, migration='m2'))
     assert moved['changed'] and moved['ca_cert'] == '' and not ca_dirs['m1'].exists() and ca_dirs['m2'].is_dir()
+    # a CA given in variables leaves the receiver's CA directory alone, neither read nor made nor removed
+    given = run_module(rsync_daemon_tls.main, server(root, migration='m2', ca_given=True))
+    assert given['rc'] == 0 and given['ca_cert'] == '' and ca_dirs['m2'].is_dir()
     removed = run_module(rsync_daemon_tls.main, server(root, state='absent'))
     assert removed['changed'] and not ca_dirs['m2'].exists() and not (root / 'state').exists()
 
 
+def test_a_ca_directory_of_a_wider_mode_is_put_back_to_root_only(root, run_module):
+    ca_dir = root / 'state' / rsynctls.CA_SUBDIR / 'm1'
+    pem = make_ca(ca_dir)
+    os.chmod(str(ca_dir), 0o755)
+    fixed = run_module(rsync_daemon_tls.main, server(root))
+    assert fixed['changed'] and fixed['ca_cert'] == pem and fixed['files'][str(ca_dir)].startswith("made root's and 0700")
+    assert os.stat(str(ca_dir)).st_mode & 0o777 == 0o700
+
+
 @pytest.mark.parametrize('files, mode, words', [
-    ({'ca.crt': 'cert'}, None, 'holds %s but not %s'),
-    ({'ca.key': 'key'}, 0o600, 'holds %s but not %s'),
+    ({'ca.crt': 'cert'}, None, 'holds %s but not its key %s'),
     ({'ca.crt': 'cert', 'ca.key': 'key'}, 0o644, 'mode 0644'),
 ])
 def test_a_broken_migration_ca_is_refused_before_anything_changes(root, run_module, files, mode, words):
@@ -234,10 +288,33 @@ def test_a_broken_migration_ca_is_refused_before_anything_changes(root, run_modu
     if mode is not None:
         os.chmod(str(ca_dir / 'ca.key'), mode)
     refused = run_module(rsync_daemon_tls.main, server(root, ca_dir=str(ca_dir)))
-    present, missing = (('ca.crt', 'ca.key') if 'ca.crt' in files else ('ca.key', 'ca.crt'))
-    expected = words % (ca_dir / present, ca_dir / missing) if '%s' in words else words
+    expected = words % (ca_dir / 'ca.crt', ca_dir / 'ca.key') if '%s' in words else words
     assert refused['rc'] != 0 and 'Nothing was changed' in refused['msg'] and expected in refused['msg']
+    assert refused['msg'].startswith('rsync_daemon_state_dir, rsync_daemon_tls_migration: ')
     assert not (root / 'etc').exists() and not (root / 'state').exists()
+
+
+def test_a_ca_that_ends_within_30_days_is_refused_and_a_lone_key_is_finished(root, run_module):
+    ca_dir = root / 'state' / rsynctls.CA_SUBDIR / 'm1'
+    make_ca(ca_dir, days=20)
+    refused = run_module(rsync_daemon_tls.main, server(root))
+    assert refused['rc'] != 0 and 'the migration CA ends on' in refused['msg'] and not (root / 'etc').exists()
+    # a CA whose making was cut short after its key: the role makes its certificate from that key
+    (ca_dir / 'ca.crt').unlink()
+    resumed = run_module(rsync_daemon_tls.main, server(root))
+    assert resumed['rc'] == 0 and resumed['ca_cert'] == '' and (ca_dir / 'ca.key').exists()
+
+
+def test_a_receiver_whose_ca_key_is_lost_is_refused_unless_a_new_ca_is_asked_for(root, run_module):
+    """Set up by an earlier version whose controller is gone: its certificates are there, the CA's key nowhere."""
+    run_module(rsync_daemon_tls.main, server(root))
+    (root / 'etc' / 'bdp-wan-tune' / 'rsync-tls' / 'ca.crt').write_text('the earlier CA')
+    refused = run_module(rsync_daemon_tls.main, server(root))
+    assert refused['rc'] != 0 and refused['msg'].startswith('rsync_daemon_tls_ca_dir: this receiver serves the '
+                                                            'migration m1 with certificates of its CA')
+    assert 'rsync_daemon_tls_ca_new=true' in refused['msg'] and refused['msg'].endswith('Nothing was changed.')
+    for allowed in ({'earlier_ca': True}, {'new_ca': True}, {'migration': 'm2'}, {'ca_given': True}):
+        assert run_module(rsync_daemon_tls.main, dict(server(root, **allowed), _ansible_check_mode=True))['rc'] == 0
 
 
 def test_the_start_of_the_daemon_is_read_to_the_microsecond():

@@ -126,10 +126,13 @@ def test_the_layout_is_scoped_by_the_migration_and_the_receiver():
 
 
 @pytest.mark.parametrize('name, component', [('dc2-a', 'dc2-a'), ('dc2 a/b', 'dc2-a-b'), ('..', '_..'), ('.', '_.'),
-                                             ('[2001:db8::1]', '-2001-db8--1-')])
-def test_an_inventory_name_is_one_path_component(name, component):
-    assert rsynctls.path_name(name) == component
-    assert os.path.basename(rsynctls.client_dir('/c', 'm1', name)) == component
+                                             ('[2001:db8::1]', '-2001-db8--1-'), ('host.key', 'host.key')])
+def test_an_inventory_name_is_one_path_component_and_two_names_never_share_one(name, component):
+    assert rsynctls.path_name(name, unique=False) == component
+    found = os.path.basename(rsynctls.client_dir('/c', 'm1', name))
+    assert found == component if name == component and name not in rsynctls.CLIENT_FILES.values() else \
+        found.startswith(component + '-') and len(found) == len(component) + 9
+    assert rsynctls.path_name('dc2:a') != rsynctls.path_name('dc2-a') == 'dc2-a'
 
 
 def test_an_address_is_named_as_ip_and_as_dns():
