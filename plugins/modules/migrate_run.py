@@ -45,8 +45,8 @@ options:
     type: str
     required: true
   config:
-    description: What the runner moves and where - C(id), C(source), C(url), C(transport), C(env) (rsync-ssl's),
-      C(server_messages), C(owners), C(bytes), C(files), C(streams), C(plan), C(proof), C(present_bytes),
+    description: What the runner moves and where - C(id), C(source), C(url), C(transport), C(command) and C(env)
+      (rsync-ssl's start and environment, or rsync's), C(owners), C(bytes), C(files), C(streams), C(plan), C(proof), C(present_bytes),
       C(cpu_before), C(bwlimit_bps), C(delete), C(max_delete), C(excludes), C(preserve) (C(acls), C(xattrs),
       C(sparse)) and C(attributes) (what the tree has of them).
     type: dict

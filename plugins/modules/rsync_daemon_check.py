@@ -170,14 +170,10 @@ def send(module, source, target, password, timeout, tls=None, identity=None, ext
     its cert and key (each may be None: no such option).  ``extra``: more rsync options."""
     environ = {'USER': 'nobody-anonymous', 'LOGNAME': 'nobody-anonymous', 'RSYNC_PASSWORD': ''}
     if tls:
-        identity = identity if identity is not None else tls
+        command, env = rsynctls.client_command(identity if identity is not None else tls, tls['port'])
+        environ.update(env)
         argv = [module.get_bin_path('timeout', required=True), str(timeout + 5),
-                module.get_bin_path('rsync-ssl', required=True), '--type=openssl', '--quiet',
-                '--timeout=%d' % timeout, rsynctls.SERVER_MESSAGES]
-        for key, name in (('ca', 'RSYNC_SSL_CA_CERT'), ('cert', 'RSYNC_SSL_CERT'), ('key', 'RSYNC_SSL_KEY')):
-            if identity.get(key):
-                environ[name] = identity[key]
-        environ['RSYNC_SSL_PORT'] = str(tls['port'])
+                module.get_bin_path(command[0], required=True)] + command[1:] + ['--quiet', '--timeout=%d' % timeout]
     else:
         argv = [module.get_bin_path('rsync', required=True), '--quiet', '--contimeout=%d' % timeout,
                 '--timeout=%d' % timeout]

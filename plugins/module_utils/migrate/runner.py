@@ -135,8 +135,7 @@ def options(config):
 def rsync_argv(config, list_path, extra=()):
     """The rsync (or rsync-ssl) command of one stream of ``config`` over the NUL-separated list at ``list_path``
     (None: the whole tree, as the deletes read it)."""
-    binary = ['rsync-ssl', '--type=openssl', config.get('server_messages', '-M--no-msgs2stderr')] \
-        if config['transport'] == 'tls' else ['rsync']
+    binary = list(config.get('command') or ['rsync'])       # rsynctls.client_command()'s, through the config
     limit = ['--bwlimit=%dk' % max(1, config['bwlimit_bps'] // 8 // 1024 // config['streams'])] \
         if config.get('bwlimit_bps') else []
     listed = ['--from0', '--files-from=' + list_path] if list_path else []

@@ -43,7 +43,8 @@ def target(sender, receiver, receiver_vars, sender_address, module=None, user=No
            subdir=None, sources=None):
     """The destination of ``sender``'s tree on ``receiver``: {receiver, module, path, dest, owners (whether the module
     runs as root, so that files keep their owners and groups), user, port, transport, max_connections, client (the
-    sender's TLS files for the receiver's migration), env, migration, service}.  TargetError when the
+    sender's TLS files for the receiver's migration), command and env (of rsync-ssl, or rsync in cleartext),
+    migration, service}.  TargetError when the
     receiver's daemon has no such module, the module is read-only, the user may not write it, it does not admit
     the sender's address, or the transport is one the daemon does not serve."""
     settings = daemon_settings(receiver_vars)
@@ -97,7 +98,8 @@ def target(sender, receiver, receiver_vars, sender_address, module=None, user=No
             'subdir': '' if subdir == '/' else subdir, 'user': user or users[0], 'transport': transport,
             'port': int(settings['tls_port'] if transport == 'tls' else settings['port']),
             'max_connections': chosen['max_connections'], 'client': layout['client'],
-            'env': layout['env_vars'] if transport == 'tls' else {}, 'server_messages': layout['server_messages'],
+            'env': layout['env_vars'] if transport == 'tls' else {},
+            'command': layout['command'] if transport == 'tls' else ['rsync'],
             'migration': layout['migration'], 'service': layout['service'] if transport == 'tls' else None}
 
 

@@ -100,15 +100,25 @@ def client_dir(parent, migration, receiver):
     return os.path.join(parent, migration, path_name(receiver))
 
 
+def client_command(identity, port):
+    """The start of an rsync-ssl command and its environment, the one place of both: (argv, env) for a client with
+    the identity {ca, cert, key} (file paths; a missing one leaves its variable out) to a TLS daemon on ``port``.  The
+    migration's runner (through its config) and the daemon's self-check (rsync_daemon_check) run it."""
+    env = dict((var, identity[key]) for key, var in (('ca', 'RSYNC_SSL_CA_CERT'), ('cert', 'RSYNC_SSL_CERT'),
+                                                     ('key', 'RSYNC_SSL_KEY')) if identity.get(key))
+    env['RSYNC_SSL_PORT'] = str(int(port))
+    return ['rsync-ssl', '--type=openssl', SERVER_MESSAGES], env
+
+
 def layout(migration, client_parent=CLIENT_DIR, controller_ca_dir=CONTROLLER_CA_DIR, port=TLS_PORT, receiver='',
            state_dir=STATE_DIR):
     """Every path of the TLS daemon of ``receiver`` for one migration: {migration, name (the stunnel and libwrap
     service), service, unit, wrap, server: {dir, ca, cert, key, conf, self_cert, self_key}, client: {parent, dir, ca,
     cert, key} (a sender's files for this receiver), ca: {dir, cert, key} (the migration's CA on the receiver),
-    controller_ca: {dir, cert, key} (where earlier versions kept it, on the controller), env, env_vars,
+    controller_ca: {dir, cert, key} (where earlier versions kept it, on the controller), command, env, env_vars,
     ciphersuites, ciphers, ca_days, server_messages (the rsync option that brings the daemon's messages to the
-    sender), marks (of the block in /etc/hosts.allow)}.  ``env_vars`` is the environment rsync-ssl reads on a
-    sender, ``env`` the same as a shell prefix."""
+    sender), marks (of the block in /etc/hosts.allow)}.  ``command`` and ``env_vars`` are client_command()'s for a
+    sender's identity, ``env`` the environment as a shell prefix."""
     client = client_dir(client_parent, migration, receiver)
     authority = os.path.join(state_dir, CA_SUBDIR, migration)
     before = os.path.join(os.path.expanduser(controller_ca_dir), migration)
@@ -119,8 +129,7 @@ def layout(migration, client_parent=CLIENT_DIR, controller_ca_dir=CONTROLLER_CA_
            'ca': dict([('dir', authority)] + [(key, os.path.join(authority, name)) for key, name in CA_FILES.items()]),
            'controller_ca': dict([('dir', before)]
                                  + [(key, os.path.join(before, name)) for key, name in CA_FILES.items()])}
-    out['env_vars'] = {'RSYNC_SSL_CA_CERT': out['client']['ca'], 'RSYNC_SSL_CERT': out['client']['cert'],
-                       'RSYNC_SSL_KEY': out['client']['key'], 'RSYNC_SSL_PORT': str(int(port))}
+    out['command'], out['env_vars'] = client_command(out['client'], port)
     out['env'] = ' '.join('%s=%s' % (key, out['env_vars'][key]) for key in ENV_ORDER)
     out.update(ciphersuites=CIPHERSUITES, ciphers=CIPHERS_TLS12, ca_days=CA_DAYS, server_messages=SERVER_MESSAGES,
                marks={'begin': WRAP_MARK_BEGIN, 'end': WRAP_MARK_END})
