@@ -75,10 +75,6 @@ options:
       down and up).
     type: bool
     default: false
-  root:
-    description: Prefix for every configuration path (images, tests). Commands still act on the running host.
-    type: path
-    default: /
   state_dir:
     description: Where what was written and replaced is recorded for O(state=absent).
     type: path
@@ -312,7 +308,6 @@ def main():
             note=dict(type='str', default=''),
             networkd_reload=dict(type='bool', default=False),
             nm_reactivate=dict(type='bool', default=False),
-            root=dict(type='path', default='/'),
             state_dir=dict(type='path', default=files.STATE_DIR),
         ),
         required_if=[('state', 'present', ('interfaces',))],

@@ -29,8 +29,8 @@ description:
     reported as V(unsupported).
   - A value the host had before this module first changed it is never lowered (rings, txqueuelen) unless
     O(allow_lower=true); the module's own earlier values follow its inputs down to that original.
-  - "Persistence (O(persist=true)), the host's own way: one systemd C(.link) file per interface in O(link_dir),
-    applied by systemd-udevd when the device appears at boot, with C(RxBufferSize=), C(TxBufferSize=),
+  - "Persistence (O(persist=true)), the host's own way: one systemd C(.link) file per interface in
+    C(/etc/systemd/network), applied by systemd-udevd when the device appears at boot, with C(RxBufferSize=), C(TxBufferSize=),
     C(TransmitQueueLength=), C(UseAdaptiveRxCoalesce=), C(UseAdaptiveTxCoalesce=) and C(RxCoalesceSec=) where the
     host's systemd knows the key (244, 248 and 250 added them; Debian 12 has 252). udev applies only the first
     C(.link) file that matches, so ours (C(10-bdp-wan-tune-IF.link), matched by the permanent MAC address) carries
@@ -38,7 +38,7 @@ description:
     reported as V(unsupported) and nothing is written where udev does not say which file it applied
     (C(ID_NET_LINK_FILE)), where an earlier file wins, or where the applied file has drop-ins
     (C(NAME.link.d/*.conf)), which would not apply to ours. The governor persists in a tmpfiles.d file in
-    O(tmpfiles_dir) where every CPU offers C(performance). Without systemd-udevd, persistence is reported as
+    C(/etc/tmpfiles.d) where every CPU offers C(performance). Without systemd-udevd, persistence is reported as
     V(unsupported)."
   - "Never a lockout, never a cut transfer: a ring change resets many NICs (the link drops for a moment).
     On the interface the Ansible connection uses (and the devices below it), rings change only under the
@@ -107,14 +107,6 @@ options:
       put back).
     type: bool
     default: true
-  link_dir:
-    description: Where the C(.link) files go.
-    type: path
-    default: /etc/systemd/network
-  tmpfiles_dir:
-    description: Where the governor's tmpfiles.d file goes.
-    type: path
-    default: /etc/tmpfiles.d
   header:
     description: The comment at the top of the files this module writes (for example C(ansible_managed)). Keep it
       the same for a host from run to run (no date, no list of peers), as another header rewrites the files.
@@ -387,7 +379,7 @@ class NicSettings(object):
     def keep_txqueuelen(self, name, planned, opts):
         """A txqueuelen our .link file holds stays there while the root qdisc does not use it (fq set at boot by
         net.core.default_qdisc): the live setting is not applicable, the file is not rewritten."""
-        path = os.path.join(self.p['link_dir'], linkfile.LINK_NAME % name)
+        path = os.path.join(linkfile.LINK_DIR, linkfile.LINK_NAME % name)
         if opts['txqueuelen'] == 'keep' or planned['status'] != 'not_applicable' or \
                 path not in self.record.data.get('files', {}):
             return
@@ -686,7 +678,7 @@ def persist_plan(ns, plan, links, opts, governor, found):
     version, why = udev_support(ns) if ns.p['persist'] else (None, 'persist is false')
     ns.ifnames = dict((survey.read_int(os.path.join(survey.SYS_CLASS_NET, name, 'ifindex')), name) for name in plan)
     for name, entries in plan.items():
-        path = os.path.join(ns.p['link_dir'], linkfile.LINK_NAME % name)
+        path = os.path.join(linkfile.LINK_DIR, linkfile.LINK_NAME % name)
         if version is None:
             entries['persist'] = without_file(ns, path, why, 'unsupported' if ns.p['persist'] else 'ok')
             continue
@@ -704,7 +696,7 @@ def without_file(ns, path, reason, status):
 def governor_entry(ns, governor, found):
     """The governor's persist entry, and its tmpfiles.d file planned.  Its line writes every CPU's governor, so it
     is written only where every CPU offers performance."""
-    path = os.path.join(ns.p['tmpfiles_dir'], linkfile.TMPFILES_NAME)
+    path = os.path.join(linkfile.TMPFILES_DIR, linkfile.TMPFILES_NAME)
     if not ns.p['persist']:
         return without_file(ns, path, 'persist is false', 'ok')
     if ns.p['governor'] == 'keep' or governor['status'] not in ('changed', 'ok'):
@@ -879,8 +871,6 @@ def main():
             coalescing=dict(type='str', default='adaptive'),
             governor=dict(type='str', default='performance', choices=['performance', 'keep']),
             persist=dict(type='bool', default=True),
-            link_dir=dict(type='path', default=linkfile.LINK_DIR),
-            tmpfiles_dir=dict(type='path', default=linkfile.TMPFILES_DIR),
             header=dict(type='str', default='Managed by bdp.wan_tune'),
             allow_lower=dict(type='bool', default=False),
             control_hosts=dict(type='list', elements='str', default=[]),

@@ -19,6 +19,9 @@ from ansible_collections.bdp.wan_tune.plugins.module_utils.mtu import netconf
 STATE_FILE = 'jumbo_mtu_persist.json'
 NETPLAN_DIRS = ('lib/netplan', 'etc/netplan', 'run/netplan')
 
+# The root of every configuration path the module reads and writes.
+ROOT = '/'
+
 
 class PersistHost(object):
     """The module's parameters, result and record, and the host's files (under ``root``) and commands; the
@@ -27,7 +30,7 @@ class PersistHost(object):
     def __init__(self, module):
         self.module = module
         self.p = module.params
-        self.root = self.p['root'] or '/'
+        self.root = ROOT
         # what was written and replaced: <state_dir>/jumbo_mtu_persist.json, {"interfaces": {name: entry}},
         # each entry with its backend, its file or connection, and the original value where one was replaced
         self.record = Record(module, self.p['state_dir'], STATE_FILE, section='interfaces')

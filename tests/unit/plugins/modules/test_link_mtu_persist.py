@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from ansible.module_utils import basic
+from ansible_collections.bdp.wan_tune.plugins.module_utils.mtu import mtupersist
 from ansible_collections.bdp.wan_tune.plugins.module_utils.mtu import netconf
 from ansible_collections.bdp.wan_tune.plugins.modules import link_mtu_persist
 
@@ -84,11 +85,12 @@ def root(tmp_path, monkeypatch):
 
     monkeypatch.setattr(basic.AnsibleModule, 'run_command', run_command)
     monkeypatch.setattr(basic.AnsibleModule, 'get_bin_path', get_bin_path)
+    monkeypatch.setattr(mtupersist, 'ROOT', fake.path)         # the host's configuration: a scratch root
     return fake
 
 
 def run(run_module, root, **extra):
-    params = {'interfaces': [{'name': 'eth0', 'mtu': 9000}], 'root': root.path, 'state_dir': root.state_dir,
+    params = {'interfaces': [{'name': 'eth0', 'mtu': 9000}], 'state_dir': root.state_dir,
               'header': '# Ansible managed'}
     params.update(extra)
     return run_module(link_mtu_persist.main, params)
@@ -111,7 +113,7 @@ def test_networkd_dropin_written_once_and_removed(run_module, root):
     assert root.read(DROPIN) == '# Ansible managed\n[Link]\nMTUBytes=9000\n'
     assert not [c for c in root.commands if 'networkctl' in c[0]]       # no reload unless asked
     assert not run(run_module, root)['changed']
-    undone = run_module(link_mtu_persist.main, {'state': 'absent', 'root': root.path, 'state_dir': root.state_dir})
+    undone = run_module(link_mtu_persist.main, {'state': 'absent', 'state_dir': root.state_dir})
     assert undone['changed'] and not root.exists(DROPIN)
     assert not root.exists('etc/systemd/network/10-eth0.network.d')
 
@@ -141,7 +143,7 @@ def test_ifupdown_stanza_and_undo(run_module, root):
     text = root.read('etc/network/interfaces.d/bdp-wan-tune-mtu')
     assert text.endswith('\niface eth0 inet manual\n    mtu 9000\n') and 'auto eth0' not in text
     assert not run(run_module, root)['changed']
-    run_module(link_mtu_persist.main, {'state': 'absent', 'root': root.path, 'state_dir': root.state_dir})
+    run_module(link_mtu_persist.main, {'state': 'absent', 'state_dir': root.state_dir})
     assert not root.exists('etc/network/interfaces.d/bdp-wan-tune-mtu')
 
 
@@ -163,7 +165,7 @@ def test_ifcfg_in_place_and_undo(run_module, root):
     assert root.read('etc/sysconfig/network-scripts/ifcfg-eth0') == \
         'DEVICE=eth0\nONBOOT=yes\n# bdp.wan_tune.jumbo_mtu\nMTU=9000\n'
     assert not run(run_module, root)['changed']
-    run_module(link_mtu_persist.main, {'state': 'absent', 'root': root.path, 'state_dir': root.state_dir})
+    run_module(link_mtu_persist.main, {'state': 'absent', 'state_dir': root.state_dir})
     assert root.read('etc/sysconfig/network-scripts/ifcfg-eth0') == original
 
 
@@ -180,7 +182,7 @@ def test_netplan_file_matches_by_mac_and_is_private(run_module, root):
     assert yaml.safe_load(root.read('etc/netplan/90-bdp-wan-tune-mtu.yaml'))['network']['ethernets']['eth0'] == \
         {'match': {'macaddress': '02:00:00:00:00:01'}, 'set-name': 'eth0', 'mtu': 9000}
     assert not run(run_module, root)['changed']
-    run_module(link_mtu_persist.main, {'state': 'absent', 'root': root.path, 'state_dir': root.state_dir})
+    run_module(link_mtu_persist.main, {'state': 'absent', 'state_dir': root.state_dir})
     assert not os.path.exists(ours)
 
 
@@ -210,7 +212,7 @@ def test_networkmanager_modify_reapply_and_undo(run_module, root):
     assert result['changed'] and root.nm_mtu == '9000'
     assert root.commands[-1][1:] == ['device', 'reapply', 'eth0']
     assert not run(run_module, root)['changed']
-    undone = run_module(link_mtu_persist.main, {'state': 'absent', 'root': root.path, 'state_dir': root.state_dir})
+    undone = run_module(link_mtu_persist.main, {'state': 'absent', 'state_dir': root.state_dir})
     assert undone['changed'] and root.nm_mtu == 'auto'
 
 

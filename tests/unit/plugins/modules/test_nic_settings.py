@@ -63,6 +63,8 @@ def host(nic_host, monkeypatch, tmp_path):
     nic_host.commands, nic_host.ssh_client, nic_host.units = [], None, ''
     root = tmp_path / 'root'
     nic_host.link_dir, nic_host.tmpfiles_dir = str(root / 'etc/systemd/network'), str(root / 'etc/tmpfiles.d')
+    monkeypatch.setattr(linkfile, 'LINK_DIR', nic_host.link_dir)          # the scratch root's, not the machine's
+    monkeypatch.setattr(linkfile, 'TMPFILES_DIR', nic_host.tmpfiles_dir)
     nic_host.state_dir = str(root / 'var/lib/bdp_wan_tune')
     udev = root / 'run/udev'
     (udev / 'data').mkdir(parents=True)
@@ -115,8 +117,7 @@ def run_command(host, args):
 
 
 def args(host, **extra):
-    return dict({'state_dir': host.state_dir, 'link_dir': host.link_dir, 'tmpfiles_dir': host.tmpfiles_dir},
-                **extra)
+    return dict({'state_dir': host.state_dir}, **extra)
 
 
 def rings(host, name):
@@ -907,8 +908,7 @@ def test_the_module_for_real_in_a_network_namespace(veth_netns, tmp_path):
     netns = veth_netns
     subprocess.run(['ip', '-n', netns, 'link', 'set', 'bdp0', 'txqueuelen', '1000'], check=True)
     subprocess.run(['tc', '-n', netns, 'qdisc', 'replace', 'dev', 'bdp0', 'root', 'pfifo_fast'], check=True)
-    base = {'peers': ['198.18.0.2'], 'governor': 'keep', 'persist': False, 'state_dir': str(tmp_path / 'state'),
-            'link_dir': str(tmp_path / 'link'), 'tmpfiles_dir': str(tmp_path / 'tmpfiles')}
+    base = {'peers': ['198.18.0.2'], 'governor': 'keep', 'persist': False, 'state_dir': str(tmp_path / 'state')}
     result, done = run_in(netns, tmp_path, base)
     assert done.returncode == 0, done.stdout + done.stderr
     veth = result['interfaces']['bdp0']
