@@ -301,13 +301,22 @@ def test_second_start_replaces_a_waiting_server(run_module, pid_dir, ports, star
 
 
 @real
-def test_a_server_serving_a_test_is_not_killed(run_module, pid_dir, ports, started, monkeypatch):
+def test_a_server_serving_a_test_is_not_killed(run_module, pid_dir, ports, started):
+    """A client connected to the server (an established connection on its port, as a test's control connection
+    is): a second start is refused, and the first server lives on."""
     first = start(run_module, started, port=ports[0] + 2)
     assert first['rc'] == 0, first['msg']
-    monkeypatch.setattr(iperf3_server, 'serving', lambda port: True)
-    second = start(run_module, started, port=ports[0] + 2)
-    assert second['rc'] == 1 and 'is serving a test now' in second['msg'] and 'port: 0' in second['msg']
-    assert iperf3_server.iperf3_process(first['pid'])
+    client = socket.create_connection(('127.0.0.1', ports[0] + 2), timeout=5)
+    try:
+        deadline = time.time() + 5
+        while time.time() < deadline and not iperf3_server.serving(ports[0] + 2):
+            time.sleep(0.05)
+        assert iperf3_server.serving(ports[0] + 2)
+        second = start(run_module, started, port=ports[0] + 2)
+        assert second['rc'] == 1 and 'is serving a test now' in second['msg'] and 'port: 0' in second['msg']
+        assert iperf3_server.iperf3_process(first['pid'])
+    finally:
+        client.close()
 
 
 @real

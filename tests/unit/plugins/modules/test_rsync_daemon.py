@@ -101,8 +101,11 @@ def test_absent_restores_the_earlier_files(paths, run_module):
 
 @needs_root
 def test_absent_removes_what_it_created(paths, run_module):
-    run_module(rsync_daemon_config.main, args(paths))
-    run_module(rsync_daemon_config.main, args(paths, state='absent'))
+    made = run_module(rsync_daemon_config.main, args(paths))
+    assert made['changed'] is True and (paths / 'rsyncd.conf').exists() and (paths / 'rsyncd.secrets').exists()
+    undone = run_module(rsync_daemon_config.main, args(paths, state='absent'))
+    assert undone['changed'] is True and undone['files'] == {str(paths / 'rsyncd.conf'): 'removed',
+                                                             str(paths / 'rsyncd.secrets'): 'removed'}, undone
     assert not (paths / 'rsyncd.conf').exists() and not (paths / 'rsyncd.secrets').exists()
 
 

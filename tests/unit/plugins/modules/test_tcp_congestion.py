@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import subprocess
 import sys
 
 import pytest
@@ -793,6 +794,21 @@ def test_available_puts_fq_on_the_devices_below_a_device_without_a_queue(kernel,
                                     'ens4': {'before': 'mq/fq_codel', 'after': 'mq/fq'}}
     assert module.warnings == ['bond0 has no queue of its own (noqueue); fq goes on the devices below it: ens3, ens4.']
     assert record_of(module) == {'ens3': 'fq_codel', 'ens4': 'mq/fq_codel'}
+
+
+def test_the_devices_below_a_device_are_read_from_sysfs_for_real(veth_netns):
+    """congestion.lower_devices, which the test above stands in for, on a real macvlan over a veth (sysfs's lower_*
+    links, in a network namespace of the test's own: sysfs shows its devices)."""
+    made = subprocess.run(['ip', '-n', veth_netns, 'link', 'add', 'link', 'bdp0', 'name', 'mv0', 'type', 'macvlan'],
+                          capture_output=True, text=True, check=False)
+    if made.returncode != 0:
+        pytest.skip('no macvlan here: %s' % made.stderr.strip())
+    code = ('import json; from ansible_collections.bdp.wan_tune.plugins.module_utils.tuning import congestion; '
+            'print(json.dumps([congestion.lower_devices(name) for name in ("mv0", "bdp0", "none")]))')
+    done = subprocess.run(['ip', 'netns', 'exec', veth_netns, sys.executable, '-c', code], capture_output=True,
+                          text=True, check=False, env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [['bdp0'], [], []]
 
 
 def test_available_puts_fq_under_mq_on_a_multiqueue_nic(kernel, net, tmp_path):
