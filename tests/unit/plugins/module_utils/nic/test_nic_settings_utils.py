@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import os
+import socket
 
 import pytest
 
@@ -141,6 +142,30 @@ def test_rsync_transfers_over_ipv6_and_not_other_ports(tmp_path):
     assert settings.rsync_transfers(str(tmp_path)) == ['0:0:0:0:0:0:0:1 port 874 -> 0:0:0:0:0:0:0:1 port 40001']
     assert settings.rsync_transfers(str(tmp_path), [8080]) == [
         '127.0.0.1 port 8080 -> 127.0.0.1 port 40000', '0:0:0:0:0:0:0:1 port 8080 -> 0:0:0:0:0:0:0:1 port 40000']
+
+
+def test_rsync_transfers_reads_a_real_connection_from_proc():
+    """The guard against this host's own /proc: an established loopback connection to a listener is found on the
+    listener's port (both ends: the server's socket and the client's), a listener alone is no transfer."""
+    server = socket.socket()
+    server.bind(('127.0.0.1', 0))
+    server.listen(1)
+    port = server.getsockname()[1]
+    try:
+        assert settings.rsync_transfers(ports=[port]) == []
+        client = socket.create_connection(('127.0.0.1', port))
+        accepted, _address = server.accept()
+        try:
+            client_port = client.getsockname()[1]
+            assert sorted(settings.rsync_transfers(ports=[port])) == sorted([
+                '127.0.0.1 port %d -> 127.0.0.1 port %d' % (port, client_port),
+                '127.0.0.1 port %d -> 127.0.0.1 port %d' % (client_port, port)])
+            assert ('127.0.0.1', client_port, '127.0.0.1', port) in settings.tcp_connections()
+        finally:
+            accepted.close()
+            client.close()
+    finally:
+        server.close()
 
 
 def test_plan_coalescing_fields_on_their_own():
