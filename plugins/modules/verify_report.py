@@ -12,12 +12,13 @@ description:
   - Takes the pairs that the M(bdp.wan_tune.iperf3_verify) tests of one run measured, as the
     bdp.wan_tune.verify role collects them, and writes the report into O(report_dir) on the host it runs on
     (the controller, with C(delegate_to=localhost)).
-  - Each run is kept as C(run-<UTC time>-<label>.json). C(report.md) describes the latest run. C(report.html) is one
+  - Each run is kept as C(run-<UTC time>-<label>.json), written atomically (a temporary file in the same directory,
+    then a rename). Run files that are not runs of this report are left alone and not shown.
+  - Returns RV(page), the text of the two pages that the bdp.wan_tune.verify role renders from its templates into
+    RV(files.markdown) and RV(files.html) - C(report.md) describes the latest run; C(report.html) is one
     self-contained page (inline style, inline script drawing into inline SVG, no external resource) with a plot per
     run, newest first - the goodput of each pair against its ceiling and, for runs not labelled V(stock), the
     latest earlier V(stock) measurement of the same pair as its baseline.
-  - Files are written atomically (a temporary file in the same directory, then a rename). Run files that are
-    not runs of this report are left alone and not shown.
   - With O(surveys) (the M(bdp.wan_tune.nic_facts) results of each host, before and after the tests), the run keeps
     them as C(hosts) and the Markdown and HTML show a Hosts section - per host the CPU governor, irqbalance, the
     softnet drops and time squeezes, per interface the driver, speed, rings (current of maximum), transmit queue
@@ -54,7 +55,7 @@ options:
     type: path
     required: true
   html_runs:
-    description: How many runs, newest first, the HTML page shows (all are kept as JSON).
+    description: How many runs, newest first, RV(page) has for the HTML page (all are kept as JSON).
     type: int
     default: 20
   surveys:
@@ -201,8 +202,20 @@ failure_msg:
   description: Every failed pair with its diagnosis, on one line; empty when none failed.
   returned: always
   type: str
+page:
+  description:
+    - What the pages show, as text - C(latest) (the run for C(report.md)), C(runs) (the newest O(html_runs) runs for
+      C(report.html), newest first) and C(kept) (how many runs the directory keeps), with C(hosts_note), C(no_survey),
+      C(host_columns) and C(nic_columns). Each run has C(file), C(id), C(label), C(time), C(verdict),
+      C(verdict_line), C(failed_pairs), C(pairs) (per pair its cells, C(problem), C(diagnosis), C(path) and the
+      figures the plot draws) and C(hosts) (null for a run kept before surveys, C(rows) null for a run without one).
+    - The bdp.wan_tune.verify role renders its templates C(report.md.j2) and C(report.html.j2) from it.
+  returned: always
+  type: dict
 files:
-  description: The files written (or that would be written in check mode) - C(json), C(markdown), C(html).
+  description:
+    - The paths of the report - C(json) (written by the module outside check mode), C(markdown) and C(html) (where
+      the role renders RV(page)).
   returned: always
   type: dict
   contains:
@@ -280,19 +293,18 @@ def main():
     failed = [pair for pair in results if pair['status'] in report.FAILED]
     result = dict(changed=False, run=run, results=results, failed_pairs=failed, passed=run['passed'],
                   lines=[report.one_line(pair) for pair in results], files=paths, artifacts=report.artifacts(run),
-                  failure_msg=report.failure_message(run) if failed else '')
+                  failure_msg=report.failure_message(run) if failed else '',
+                  page=report.page(run, runs, params['html_runs']))
     if module.check_mode:
         result['msg'] = 'Check mode: nothing measured and no report written (it would go to %s).' % directory
         module.exit_json(**result)
     stored = dict((key, value) for key, value in run.items() if key != 'file')
     try:
         files.write_atomic(module, paths['json'], json.dumps(stored, indent=2, sort_keys=True) + '\n')
-        files.write_atomic(module, paths['markdown'], report.render_markdown(run, runs))
-        files.write_atomic(module, paths['html'], report.render_html(runs, params['html_runs']))
     except (IOError, OSError) as exc:
         module.fail_json(msg='Cannot write the report in %s (verify_report_dir): %s' % (directory, exc), **result)
     result['changed'] = True
-    result['msg'] = 'Report of %d pair%s written to %s (run %s%s).' % (
+    result['msg'] = 'Run of %d pair%s kept in %s (%s%s).' % (
         len(results), '' if len(results) == 1 else 's', directory, run['file'],
         '; stock baseline: run %s, given as verify_baseline' % given['id']
         if given and any(pair['baseline_run'] == given['id'] for pair in results) else '')

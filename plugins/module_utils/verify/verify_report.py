@@ -20,7 +20,6 @@ the report directory by the rule of ``baseline()``.
 """
 
 import datetime
-import html
 import json
 import math
 import re
@@ -491,230 +490,57 @@ def host_rows(run):
     return [_host_row(name, hosts.get(name) or {}) for name in names]
 
 
-# ----------------------------------------------------------------------------- Markdown
+# ----------------------------------------------------------------------------- the pages
 
-MD_HEAD = ('| Pair | Address | Goodput (Mbit/s) | Ceiling (Mbit/s) | Limit | Expectation (Mbit/s) | Share | '
-           'Stock baseline (Mbit/s) | Verdict |')
-
-
-def _md_cell(value):
-    return str(value).replace('|', '\\|').replace('\n', ' ')
-
-
-def render_markdown(run, runs):
-    """The Markdown report of one run, with the stock baseline of each pair where one was recorded."""
-    verdict = 'check mode, nothing measured' if run.get('check_mode') else (
-        'PASS' if run.get('passed') else 'FAIL: %s' % ', '.join(run.get('failed_pairs') or []) if run['pairs']
-        else 'no pairs')
-    count = len(run['pairs'])
-    lines = ['# Path verification %s (%s)' % (run['id'], run['label']), '',
-             '%s, %d pair%s. Verdict: %s.' % (run['time'], count, '' if count == 1 else 's', verdict), '',
-             MD_HEAD, '|' + '---|' * 9]
-    for pair in run['pairs']:
-        base = baseline(runs, run, pair['key'])
-        share = ('%s of expectation' % percent(pair.get('fraction'))) if pair.get('fraction') is not None else '-'
-        lines.append('| ' + ' | '.join(_md_cell(cell) for cell in (
-            pair['key'], pair.get('address') or '', mbit(pair.get('receiver_bps')), mbit(pair.get('ceiling_bps')),
-            pair.get('limit') or '-', mbit(pair.get('expectation_bps')), share,
-            '%s (%s)' % (mbit(base['receiver_bps']), base['run_id']) if base else '-', pair['status'])) + ' |')
-    problems = [pair for pair in run['pairs'] if shows_diagnosis(pair)]
-    if problems:
-        lines += ['', '## Failed pairs', '']
-        for pair in problems:
-            lines.append('- **%s**%s: %s' % (pair['key'], '' if pair['status'] in FAILED else ' (%s)' % pair['status'],
-                                             _md_cell(' | '.join(pair['diagnosis']) or pair['msg'])))
-    paths = ['%s %s, %s ms (%s), %s stream%s' % (pair['key'], pair.get('rate'), pair.get('rtt_ms'),
-                                                 pair.get('rtt_source') or 'given', pair.get('streams'),
-                                                 '' if pair.get('streams') == 1 else 's') for pair in run['pairs']]
-    if paths:
-        lines += ['', 'Rate and RTT per pair: %s.' % '; '.join(paths)]
-    lines += _markdown_hosts(run)
-    lines.append('')
-    return '\n'.join(lines)
+def _verdict(run):
+    """(the page's verdict word, the Markdown line's verdict)."""
+    if run.get('check_mode'):
+        return 'check mode', 'check mode, nothing measured'
+    if not run['pairs']:
+        return 'no pairs', 'no pairs'
+    if run.get('passed'):
+        return PASS, PASS
+    return FAIL, 'FAIL: %s' % ', '.join(run.get('failed_pairs') or [])
 
 
-def _md_table(columns, rows):
-    return (['| ' + ' | '.join(title for _key, title in columns) + ' |', '|' + '---|' * len(columns)]
-            + ['| ' + ' | '.join(_md_cell(row[key]) for key, _title in columns) + ' |' for row in rows])
+def _pair_view(pair, run, runs):
+    base = baseline(runs, run, pair['key'])
+    return {'key': pair['key'], 'address': str(pair.get('address') or ''), 'status': pair['status'],
+            'goodput': mbit(pair.get('receiver_bps')), 'ceiling': mbit(pair.get('ceiling_bps')),
+            'limit': pair.get('limit') or '-', 'expectation': mbit(pair.get('expectation_bps')),
+            'share': percent(pair.get('fraction')),
+            'baseline': '%s (%s)' % (mbit(base['receiver_bps']), base['run_id']) if base else '-',
+            'problem': shows_diagnosis(pair),
+            'diagnosis': (' | '.join(pair['diagnosis']) or pair.get('msg') or '') if shows_diagnosis(pair) else '',
+            'path': '%s %s, %s ms (%s), %s stream%s' % (pair['key'], pair.get('rate'), pair.get('rtt_ms'),
+                                                       pair.get('rtt_source') or 'given', pair.get('streams'),
+                                                       '' if pair.get('streams') == 1 else 's'),
+            'receiver_bps': pair.get('receiver_bps'), 'ceiling_bps': pair.get('ceiling_bps'),
+            'rate_bps': pair.get('rate_bps'), 'baseline_bps': base['receiver_bps'] if base else None}
 
 
-def _markdown_hosts(run):
-    """The Hosts section: nothing for a run kept before the surveys existed (no ``hosts``)."""
+def _hosts_view(run):
+    """The Hosts section: None for a run kept before the surveys existed (no 'hosts'), 'rows' None for a run that
+    took none."""
     if 'hosts' not in run:
-        return []
+        return None
     rows = host_rows(run)
-    if rows is None:
-        return ['', '## Hosts', '', NO_SURVEY]
-    lines = ['', '## Hosts', '', HOSTS_NOTE, ''] + _md_table(HOST_COLUMNS, rows)
-    nics = [nic for row in rows for nic in row['nics']]
-    if nics:
-        lines += [''] + _md_table(NIC_COLUMNS, nics)
-    errors = ['- %s: %s' % (row['host'], _md_cell(error)) for row in rows for error in row['errors']]
-    return lines + ([''] + errors if errors else [])
+    return {'rows': rows, 'nics': [nic for row in rows or [] for nic in row['nics']],
+            'errors': ['%s: %s' % (row['host'], error) for row in rows or [] for error in row['errors']]}
 
 
-# ----------------------------------------------------------------------------- HTML
-
-# Draws one horizontal bar plot per run into its <svg class="plot">, from the JSON in #verify-data:
-# per pair a bar for the goodput (green PASS, red FAIL), a grey bar for the stock baseline when there is one,
-# and a dark tick for the ceiling.  Every element carries data-pair and data-bps for tests.
-PLOT_JS = r"""
-(function () {
-  var NS = 'http://www.w3.org/2000/svg';
-  var data = JSON.parse(document.getElementById('verify-data').textContent);
-  function el(name, attrs, text) {
-    var node = document.createElementNS(NS, name);
-    for (var key in attrs) { node.setAttribute(key, attrs[key]); }
-    if (text !== undefined) { node.textContent = text; }
-    return node;
-  }
-  function mbit(bps) { return (bps / 1e6).toFixed(1); }
-  data.runs.forEach(function (run) {
-    var svg = document.querySelector('svg.plot[data-run="' + run.file + '"]');
-    if (!svg) { return; }
-    var left = 190, width = 560, row = 46, top = 24;
-    var max = 1;
-    run.pairs.forEach(function (p) {
-      [p.receiver_bps, p.ceiling_bps, p.rate_bps, p.baseline_bps].forEach(function (v) {
-        if (v && v > max) { max = v; }
-      });
-    });
-    var height = top + row * run.pairs.length + 30;
-    svg.setAttribute('viewBox', '0 0 ' + (left + width + 110) + ' ' + height);
-    svg.setAttribute('height', height);
-    var scale = function (v) { return left + width * v / max; };
-    for (var i = 0; i <= 4; i++) {
-      var x = left + width * i / 4;
-      svg.appendChild(el('line', {x1: x, x2: x, y1: top - 6, y2: height - 24, 'class': 'grid'}));
-      svg.appendChild(el('text', {x: x, y: height - 8, 'class': 'axis', 'text-anchor': 'middle'},
-                         mbit(max * i / 4)));
-    }
-    svg.appendChild(el('text', {x: left + width + 40, y: height - 8, 'class': 'axis'}, 'Mbit/s'));
-    run.pairs.forEach(function (p, n) {
-      var y = top + row * n;
-      svg.appendChild(el('text', {x: left - 8, y: y + 16, 'class': 'pair', 'text-anchor': 'end'}, p.key));
-      if (p.baseline_bps) {
-        svg.appendChild(el('rect', {x: left, y: y + 22, height: 12, width: Math.max(1, scale(p.baseline_bps) - left),
-                                    'class': 'bar baseline', 'data-pair': p.key, 'data-bps': p.baseline_bps}));
-        svg.appendChild(el('text', {x: scale(p.baseline_bps) + 4, y: y + 32, 'class': 'value'},
-                           'stock ' + mbit(p.baseline_bps)));
-      }
-      if (p.receiver_bps) {
-        svg.appendChild(el('rect', {x: left, y: y + 4, height: 16, width: Math.max(1, scale(p.receiver_bps) - left),
-                                    'class': 'bar measured ' + p.status.toLowerCase().replace(/ /g, '-'),
-                                    'data-pair': p.key, 'data-bps': p.receiver_bps}));
-        svg.appendChild(el('text', {x: scale(p.receiver_bps) + 4, y: y + 16, 'class': 'value'},
-                           mbit(p.receiver_bps) + ' ' + p.status));
-      } else {
-        svg.appendChild(el('text', {x: left + 4, y: y + 16, 'class': 'value missing', 'data-pair': p.key},
-                           p.status + ': not measured'));
-      }
-      if (p.ceiling_bps) {
-        svg.appendChild(el('line', {x1: scale(p.ceiling_bps), x2: scale(p.ceiling_bps), y1: y, y2: y + 38,
-                                    'class': 'ceiling', 'data-pair': p.key, 'data-bps': p.ceiling_bps}));
-      }
-    });
-    svg.setAttribute('data-drawn', String(run.pairs.length));
-  });
-  document.body.setAttribute('data-plots-drawn', String(data.runs.length));
-})();
-"""
-
-CSS = """
-body { font-family: sans-serif; margin: 1.5em; color: #222; }
-table { border-collapse: collapse; margin: 0.5em 0 1.5em; }
-th, td { border: 1px solid #ccc; padding: 0.25em 0.5em; text-align: left; font-size: 0.9em; }
-td.num { text-align: right; }
-.PASS { color: #1a7f37; } .FAIL, .ERROR { color: #c62828; font-weight: bold; }
-svg.plot { width: 100%; max-width: 860px; display: block; }
-svg .grid { stroke: #e0e0e0; } svg .axis, svg .value { font-size: 11px; fill: #555; }
-svg .pair { font-size: 12px; fill: #222; }
-svg .bar.measured { fill: #2e7d32; } svg .bar.measured.fail, svg .bar.measured.error { fill: #c62828; }
-svg .bar.measured.check-mode, svg .bar.measured.not-judged { fill: #1565c0; }
-svg .bar.baseline { fill: #9e9e9e; } svg .ceiling { stroke: #111; stroke-width: 3; }
-.legend span { display: inline-block; margin-right: 1.5em; font-size: 0.9em; }
-.diag { font-size: 0.85em; max-width: 60em; }
-.hosts-note { font-size: 0.85em; color: #555; max-width: 60em; }
-"""
+def run_view(run, runs):
+    """What the pages show of one run: text only, the same for Markdown and HTML (the role's templates)."""
+    verdict, line = _verdict(run)
+    return {'file': run.get('file', run['id']), 'id': run['id'], 'label': run['label'], 'time': run['time'],
+            'verdict': verdict, 'verdict_line': line, 'failed_pairs': list(run.get('failed_pairs') or []),
+            'pairs': [_pair_view(pair, run, runs) for pair in run['pairs']], 'hosts': _hosts_view(run)}
 
 
-def _plot_data(run, runs):
-    pairs = []
-    for pair in run['pairs']:
-        base = baseline(runs, run, pair['key'])
-        pairs.append({'key': pair['key'], 'status': pair['status'], 'receiver_bps': pair.get('receiver_bps'),
-                      'ceiling_bps': pair.get('ceiling_bps'), 'rate_bps': pair.get('rate_bps'),
-                      'baseline_bps': base['receiver_bps'] if base else None})
-    return {'file': run.get('file', run['id']), 'pairs': pairs}
-
-
-def _html_table(run, runs):
-    esc = html.escape
-    rows = ['<tr><th>Pair</th><th>Address</th><th>Goodput (Mbit/s)</th><th>Ceiling (Mbit/s)</th><th>Limit</th>'
-            '<th>Expectation (Mbit/s)</th><th>Share</th><th>Stock baseline (Mbit/s)</th><th>Verdict</th>'
-            '<th>Diagnosis</th></tr>']
-    for pair in run['pairs']:
-        base = baseline(runs, run, pair['key'])
-        rows.append('<tr data-pair="%s"><td>%s</td><td>%s</td><td class="num">%s</td><td class="num">%s</td>'
-                    '<td>%s</td><td class="num">%s</td><td class="num">%s</td><td class="num">%s</td>'
-                    '<td class="%s">%s</td><td class="diag">%s</td></tr>' % (
-                        esc(pair['key']), esc(pair['key']), esc(str(pair.get('address') or '')),
-                        mbit(pair.get('receiver_bps')), mbit(pair.get('ceiling_bps')), esc(pair.get('limit') or '-'),
-                        mbit(pair.get('expectation_bps')), esc(percent(pair.get('fraction'))),
-                        esc('%s (%s)' % (mbit(base['receiver_bps']), base['run_id'])) if base else '-',
-                        esc(pair['status'].split()[0]), esc(pair['status']),
-                        esc(' | '.join(pair['diagnosis'])) if shows_diagnosis(pair) else ''))
-    return '<table>%s</table>' % ''.join(rows)
-
-
-def _html_rows(columns, rows, cls):
-    esc = html.escape
-    head = '<tr>%s</tr>' % ''.join('<th>%s</th>' % esc(title) for _key, title in columns)
-    body = ''.join('<tr data-host="%s">%s</tr>' % (esc(row['host']), ''.join(
-        '<td>%s</td>' % esc(row[key]) for key, _title in columns)) for row in rows)
-    return '<table class="%s">%s%s</table>' % (cls, head, body)
-
-
-def _html_hosts(run):
-    """The Hosts section of a run's part of the page (as _markdown_hosts)."""
-    if 'hosts' not in run:
-        return ''
-    rows = host_rows(run)
-    if rows is None:
-        return '<h3>Hosts</h3><p class="hosts-note">%s</p>' % html.escape(NO_SURVEY)
-    nics = [nic for row in rows for nic in row['nics']]
-    errors = ''.join('<li>%s: %s</li>' % (html.escape(row['host']), html.escape(error))
-                     for row in rows for error in row['errors'])
-    return '<h3>Hosts</h3><p class="hosts-note">%s</p>%s%s%s' % (
-        html.escape(HOSTS_NOTE), _html_rows(HOST_COLUMNS, rows, 'hosts'),
-        _html_rows(NIC_COLUMNS, nics, 'nics') if nics else '',
-        '<ul class="survey-errors">%s</ul>' % errors if errors else '')
-
-
-def render_html(runs, limit=20):
-    """One self-contained page (no external resource): the newest ``limit`` runs, newest first, each with its plot
-    (drawn by the inline script into an inline SVG) and its table."""
-    esc = html.escape
+def page(run, runs, limit=20):
+    """The model of the role's templates/report.md.j2 (``latest``: ``run``) and report.html.j2 (``runs``: the newest
+    ``limit`` of ``runs``, newest first, and ``kept``: how many there are)."""
     shown = list(reversed(sort_runs(runs)))[:limit]
-    sections = []
-    for run in shown:
-        verdict = ('check mode' if run.get('check_mode') else 'PASS' if run.get('passed')
-                   else 'FAIL' if run.get('pairs') else 'no pairs')
-        name = run.get('file', run['id'])
-        sections.append(
-            '<section class="run" id="%s"><h2>%s: %s <span class="%s">%s</span></h2>'
-            '<p>%s, %d pair%s%s.</p><svg class="plot" data-run="%s" role="img" aria-label="goodput against ceiling '
-            'per pair" xmlns="http://www.w3.org/2000/svg"></svg>%s%s</section>' % (
-                esc(name), esc(run['label']), esc(run['time']), esc(verdict.split()[0]), esc(verdict),
-                esc(name), len(run['pairs']), '' if len(run['pairs']) == 1 else 's',
-                esc(', failed: ' + ', '.join(run.get('failed_pairs') or [])) if run.get('failed_pairs') else '',
-                esc(name), _html_table(run, runs), _html_hosts(run)))
-    data = json.dumps({'runs': [_plot_data(run, runs) for run in shown]}, sort_keys=True)
-    data = data.replace('&', '\\u0026').replace('<', '\\u003c').replace('>', '\\u003e')
-    return ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>bdp.wan_tune path verification'
-            '</title><style>%s</style></head><body><h1>Path verification</h1>'
-            '<p class="legend"><span>green/red bar: measured goodput (PASS/FAIL)</span><span>grey bar: stock '
-            'baseline (latest earlier run labelled stock)</span><span>black tick: ceiling min(rate, window / RTT)'
-            '</span></p><p>%d run%s shown of %d kept, newest first.</p>%s'
-            '<script type="application/json" id="verify-data">%s</script><script>%s</script></body></html>\n'
-            % (CSS, len(shown), '' if len(shown) == 1 else 's', len(runs), ''.join(sections), data, PLOT_JS))
+    return {'latest': run_view(run, runs), 'runs': [run_view(item, runs) for item in shown], 'kept': len(runs),
+            'hosts_note': HOSTS_NOTE, 'no_survey': NO_SURVEY, 'host_columns': [list(item) for item in HOST_COLUMNS],
+            'nic_columns': [list(item) for item in NIC_COLUMNS]}

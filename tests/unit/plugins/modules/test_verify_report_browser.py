@@ -16,6 +16,7 @@ import subprocess
 
 import pytest
 
+import role_templates
 from ansible_collections.bdp.wan_tune.plugins.module_utils.verify import verify_report as report
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
@@ -45,7 +46,7 @@ def test_chromium_draws_a_plot_per_run_with_each_pair(tmp_path):
         run['file'] = report.run_file_name(run)
         runs.append(run)
     page = tmp_path / 'report.html'
-    page.write_text(report.render_html(runs))
+    page.write_text(role_templates.verify_html(runs))
     proc = subprocess.run([CHROMIUM, '--headless', '--no-sandbox', '--disable-gpu', '--no-first-run',
                            '--user-data-dir=%s' % (tmp_path / 'profile'), '--virtual-time-budget=5000',
                            '--dump-dom', page.as_uri()],

@@ -1,13 +1,15 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, bdp.wan_tune contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The verify_report module: files, check mode, baselines across runs and bad inputs (recorded role input)."""
+"""The verify_report module: the run's file, the page it returns (rendered here with the role's templates, as
+roles/verify/tasks/report.yml renders them), check mode, baselines across runs and bad inputs (recorded role input)."""
 
 from __future__ import annotations
 
 import json
 import os
 
+import role_templates
 from ansible_collections.bdp.wan_tune.plugins.modules import verify_report
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
@@ -17,6 +19,14 @@ FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.
 def load(name):
     with open(os.path.join(FIXTURES, name)) as handle:
         return json.load(handle)
+
+
+def markdown(result):
+    return role_templates.render('verify', 'report.md.j2', {'__page': result['page']})
+
+
+def html(result):
+    return role_templates.render('verify', 'report.html.j2', {'__page': result['page']})
 
 
 def test_two_runs_write_json_markdown_and_html_with_the_stock_baseline(run_module, tmp_path):
@@ -34,14 +44,13 @@ def test_two_runs_write_json_markdown_and_html_with_the_stock_baseline(run_modul
         assert pair['baseline_bps'] == by_key[pair['key']]['receiver_bps'] and pair['baseline_run'] == stock['run']['id']
     assert len(tuned['lines']) == 2 and all(line.endswith(': PASS') for line in tuned['lines'])
     names = sorted(os.listdir(directory))
-    assert names[:2] == ['report.html', 'report.md'] and len(names) == 4
+    assert names == sorted(os.path.basename(item['files']['json']) for item in (stock, tuned))
+    assert tuned['files']['markdown'] == os.path.join(directory, 'report.md')
     saved = json.loads((tmp_path / 'report' / os.path.basename(tuned['files']['json'])).read_text())
     assert saved['label'] == 'tuned' and saved['passed'] is True and len(saved['pairs']) == 2 and 'file' not in saved
-    page = (tmp_path / 'report' / 'report.html').read_text()
-    assert page.count('<section class="run"') == 2
-    assert (tmp_path / 'report' / 'report.md').read_text().startswith('# Path verification %s (tuned)'
-                                                                      % tuned['run']['id'])
-    assert oct(os.stat(tuned['files']['html']).st_mode & 0o777) == '0o644'
+    assert html(tuned).count('<section class="run"') == 2
+    assert markdown(tuned).startswith('# Path verification %s (tuned)' % tuned['run']['id'])
+    assert oct(os.stat(tuned['files']['json']).st_mode & 0o777) == '0o644'
 
 
 def test_check_mode_writes_nothing(run_module, tmp_path):
@@ -60,7 +69,7 @@ def test_other_files_in_the_directory_are_left_alone(run_module, tmp_path):
     result = run_module(verify_report.main, {'results': load('loopback-pass.json'), 'report_dir': str(tmp_path)})
     assert result['rc'] == 0 and result['run']['label'] == 'run'
     assert (tmp_path / 'notes.json').read_text() == '{"schema": 1}'
-    assert '1 run shown of 1 kept' in (tmp_path / 'report.html').read_text()
+    assert '1 run shown of 1 kept' in html(result)
 
 
 def test_bad_inputs_fail_naming_the_variable(run_module, tmp_path):
@@ -84,13 +93,13 @@ def test_the_surveys_are_kept_in_the_json_and_shown_in_both_reports(run_module, 
     saved = json.loads(open(result['files']['json']).read())
     assert sorted(saved['hosts']) == ['h1', 'h2'] and saved['hosts']['h2']['after']['nic']['ens4']['driver'] == 'e1000e'
     assert saved['pairs'][0]['diagnosis'] == result['results'][0]['diagnosis']
-    assert '\n## Hosts\n' in (tmp_path / 'report' / 'report.md').read_text()
-    assert '<h3>Hosts</h3>' in (tmp_path / 'report' / 'report.html').read_text()
+    assert '\n## Hosts\n' in markdown(result)
+    assert '<h3>Hosts</h3>' in html(result)
     # without surveys (verify_host_survey: false) the run keeps hosts null, next to the earlier run
     again = run_module(verify_report.main, {'results': load('loopback-pass.json'), 'report_dir': directory})
     assert again['rc'] == 0 and again['run']['hosts'] is None
     assert json.loads(open(again['files']['json']).read())['hosts'] is None
-    assert '2 runs shown of 2 kept' in (tmp_path / 'report' / 'report.html').read_text()
+    assert '2 runs shown of 2 kept' in html(again)
 
 
 def test_an_older_run_file_in_the_directory_still_renders(run_module, tmp_path):
@@ -99,7 +108,7 @@ def test_an_older_run_file_in_the_directory_still_renders(run_module, tmp_path):
                                              'report_dir': str(tmp_path), 'surveys': {'before': {}, 'after': {}}})
     assert result['rc'] == 0 and result['passed'] is True
     assert all(pair['baseline_run'] == '20261120T100000Z' for pair in result['results'])
-    page = (tmp_path / 'report.html').read_text()
+    page = html(result)
     assert '2 runs shown of 2 kept' in page and page.count('<h3>Hosts</h3>') == 1
 
 
@@ -122,7 +131,7 @@ def test_a_fresh_directory_shows_the_stock_baseline_of_an_earlier_job(run_module
     for pair, kept in zip(tuned['results'], saved['pairs']):
         assert pair['baseline_bps'] == kept['baseline_bps'] == by_key[pair['key']]['receiver_bps']
         assert pair['baseline_run'] == kept['baseline_run'] == stock['run']['id']
-    text = (directory / 'report.md').read_text()
+    text = markdown(tuned)
     for pair in tuned['results']:
         assert '| %.1f (%s) | PASS |' % (pair['baseline_bps'] / 1e6, stock['run']['id']) in text
     # the tuned run is no baseline: its artifacts say so
@@ -134,7 +143,7 @@ def test_a_fresh_directory_shows_the_stock_baseline_of_an_earlier_job(run_module
     alone = run_module(verify_report.main, {'results': load('lab-tuned.json'), 'label': 'tuned',
                                             'report_dir': str(tmp_path / 'job4')})
     assert [pair['baseline_run'] for pair in alone['results']] == [None, None]
-    assert '| - | PASS |' in (tmp_path / 'job4' / 'report.md').read_text()
+    assert '| - | PASS |' in markdown(alone)
 
 
 def test_a_baseline_that_is_no_stock_summary_fails_before_anything_is_written(run_module, tmp_path):

@@ -20,6 +20,7 @@ import re
 
 import pytest
 
+import role_templates
 from ansible_collections.bdp.wan_tune.plugins.module_utils.verify import verify_report as report
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', 'fixtures', 'verify')
@@ -135,7 +136,7 @@ def test_lab_stock_fails_on_its_receive_window_and_tuned_passes():
 
 def test_markdown_has_a_row_per_pair_with_the_baseline_and_the_diagnosis():
     stock, tuned = run_of('lab-stock.json', 'stock', 0), run_of('lab-tuned.json', 'tuned', 1)
-    text = report.render_markdown(tuned, [stock, tuned])
+    text = role_templates.verify_markdown(tuned, [stock, tuned])
     assert text.startswith('# Path verification 20261122T200100Z (tuned)\n')
     assert 'Verdict: PASS.' in text
     for pair in tuned['pairs']:
@@ -143,13 +144,13 @@ def test_markdown_has_a_row_per_pair_with_the_baseline_and_the_diagnosis():
         row = [line for line in text.splitlines() if line.startswith('| %s |' % pair['key'])][0]
         assert '| %s |' % report.mbit(pair['receiver_bps']) in row
         assert '| %s (%s) | PASS |' % (report.mbit(base['receiver_bps']), stock['id']) in row
-    text = report.render_markdown(stock, [stock, tuned])
+    text = role_templates.verify_markdown(stock, [stock, tuned])
     assert 'Verdict: FAIL: ' in text and '## Failed pairs' in text and '- **bdp-lab-a -> bdp-lab-b**: receive window' in text
 
 
 def test_html_is_self_contained_and_carries_the_data_of_each_run():
     stock, tuned = run_of('lab-stock.json', 'stock', 0), run_of('lab-tuned.json', 'tuned', 1)
-    page = report.render_html([stock, tuned])
+    page = role_templates.verify_html([stock, tuned])
     assert page.startswith('<!DOCTYPE html>')
     # nothing is fetched: no src/href, no URL but the SVG namespace name, no @import
     assert not re.search(r'\b(src|href)\s*=', page)
@@ -174,14 +175,14 @@ def test_html_escapes_names_so_the_data_cannot_end_the_script():
     entry = dict(entry, pair=dict(entry['pair'], source='</script><script>alert(1)</script>'))
     run = report.build_run([entry], 'run', at(0))
     run['file'] = report.run_file_name(run)
-    page = report.render_html([run])
+    page = role_templates.verify_html([run])
     assert '<script>alert(1)' not in page
     assert page.count('<script') == 2
 
 
 def test_html_shows_at_most_the_newest_runs():
     runs = [run_of('lab-tuned.json', 'tuned', minute) for minute in range(5)]
-    page = report.render_html(runs, limit=2)
+    page = role_templates.verify_html(runs, limit=2)
     assert page.count('<section class="run"') == 2 and '2 runs shown of 5 kept' in page
     assert 'data-run="%s"' % runs[4]['file'] in page and 'data-run="%s"' % runs[2]['file'] not in page
 

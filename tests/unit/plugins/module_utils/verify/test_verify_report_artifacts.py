@@ -16,6 +16,7 @@ import os
 
 import pytest
 
+import role_templates
 from ansible_collections.bdp.wan_tune.plugins.module_utils.verify import verify_report as report
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', 'fixtures', 'verify')
@@ -217,11 +218,11 @@ def test_a_run_keeps_the_baseline_it_was_written_with_in_both_reports():
     later = run_of('lab-tuned.json', 'tuned', 2)
     report.record_baselines(later, [kept, later])
     assert all(pair['baseline_run'] is None for pair in later['pairs'])
-    text = report.render_markdown(kept, [kept, later])
+    text = role_templates.verify_markdown(kept, [kept, later])
     for pair in kept['pairs']:
         row = [line for line in text.splitlines() if line.startswith('| %s |' % pair['key'])][0]
         assert '| %s (%s) | PASS |' % (report.mbit(pair['baseline_bps']), stock['id']) in row
-    page = report.render_html([kept, later])
+    page = role_templates.verify_html([kept, later])
     data = json.loads(page.split('id="verify-data">')[1].split('</script>')[0])
     shown = dict((run['file'], [pair['baseline_bps'] for pair in run['pairs']]) for run in data['runs'])
     assert shown[kept['file']] == [pair['receiver_bps'] for pair in stock['pairs']]

@@ -21,6 +21,7 @@ import json
 import os
 import re
 
+import role_templates
 from ansible_collections.bdp.wan_tune.plugins.module_utils.verify import verify_report as report
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', 'fixtures', 'verify')
@@ -66,10 +67,10 @@ def test_a_failed_pair_with_rising_ring_drops_names_the_rings():
     # the module's own diagnosis first (it stays the "likely limit"), then the hints of the hosts
     assert first['diagnosis'][0].startswith('no single cause stands out') and first['diagnosis'][1:] == [RING_HINT]
     assert 'Likely limit: no single cause stands out' in report.failure_message(run)
-    markdown = report.render_markdown(run, [run])
+    markdown = role_templates.verify_markdown(run, [run])
     failed = [line for line in section(markdown, 'Failed pairs').splitlines() if line.startswith('- **h1 -> h2**')]
     assert len(failed) == 1 and failed[0].endswith(RING_HINT)
-    page = report.render_html([run])
+    page = role_templates.verify_html([run])
     cell = re.search(r'<tr data-pair="h1 -&gt; h2">.*?<td class="diag">(.*?)</td></tr>', page).group(1)
     assert cell.endswith(RING_HINT.replace("'", '&#x27;'))
 
@@ -78,7 +79,7 @@ def test_a_passing_pair_gets_no_hint_though_the_counters_rose():
     run = run_of('loopback-pass.json', load('surveys-ring-drops.json'))
     assert [pair['status'] for pair in run['pairs']] == ['PASS', 'PASS']
     assert [pair['diagnosis'] for pair in run['pairs']] == [[], []]
-    markdown = report.render_markdown(run, [run])
+    markdown = role_templates.verify_markdown(run, [run])
     assert '## Failed pairs' not in markdown and 'raise the rings' not in markdown
     # the Hosts section still shows what rose
     assert 'rx_missed_errors +1200, rx_no_buffer_count +30' in section(markdown, 'Hosts')
@@ -89,7 +90,7 @@ def test_the_hosts_section_shows_the_survey_of_each_host():
     assert sorted(run['hosts']) == ['h1', 'h2']
     assert set(run['hosts']['h2']) == {'before', 'after', 'errors'}
     assert set(run['hosts']['h2']['after']) == {'interfaces', 'nic', 'host'}       # no invocation, no summary
-    hosts = section(report.render_markdown(run, [run]), 'Hosts')
+    hosts = section(role_templates.verify_markdown(run, [run]), 'Hosts')
     assert table_rows(hosts, 'Host') == [
         ['Host', 'Survey', 'CPU governor', 'irqbalance', 'Softnet drops', 'Time squeezes'],
         ['Host', 'Interface', 'Driver', 'Speed (Mbit/s)', 'Rings (current of maximum)', 'txqueuelen', 'Root qdisc',
@@ -102,7 +103,7 @@ def test_the_hosts_section_shows_the_survey_of_each_host():
         ['h2', 'before and after the tests', 'unsupported', 'not running', '+0', '+0'],
         ['h2', 'ens4 (route to 198.18.0.1)', 'e1000e', '10000', 'rx 512 of 4096, tx 512 of 4096', '1000', 'fq_codel',
          'none', 'rx_missed_errors +1200, rx_no_buffer_count +30']]
-    page = report.render_html([run])
+    page = role_templates.verify_html([run])
     hosts_html = page.split('<h3>Hosts</h3>', 1)[1].split('</section>', 1)[0]
     for row in (table_rows(hosts, 'h1') + table_rows(hosts, 'h2')):
         assert '<td>%s</td>' % '</td><td>'.join(row) in hosts_html, row
@@ -114,7 +115,7 @@ def test_softnet_drops_and_time_squeezes_that_rose_are_shown_and_named():
     softnet = surveys['after']['h1']['host']['softnet']
     softnet['per_cpu'][1].update(dropped=40, time_squeeze=10)        # CPU 1: 40 drops, 7 more squeezes than before
     run = run_of('loopback-fail-rate-1t.json', surveys)
-    assert table_rows(section(report.render_markdown(run, [run]), 'Hosts'), 'h1')[0][4:] == ['+40', '+7']
+    assert table_rows(section(role_templates.verify_markdown(run, [run]), 'Hosts'), 'h1')[0][4:] == ['+40', '+7']
     assert run['pairs'][0]['diagnosis'][1:3] == [
         'sender h1: /proc/net/softnet_stat drops rose by 40 during the test (the backlog queue was full): raise '
         'net.core.netdev_max_backlog',
@@ -136,11 +137,11 @@ def test_a_survey_that_failed_or_was_skipped():
         'the survey after the tests failed: Failed to connect to the host via ssh']}
     # no survey of the receiver, no hint about it; the pair keeps its own diagnosis
     assert len(run['pairs'][0]['diagnosis']) == 1
-    markdown = report.render_markdown(run, [run])
+    markdown = role_templates.verify_markdown(run, [run])
     hosts = section(markdown, 'Hosts')
     assert table_rows(hosts, 'h2') == [['h2', 'not surveyed', '-', '-', '-', '-']]
     assert '- h2: the survey after the tests failed: Failed to connect to the host via ssh' in hosts
-    assert '<li>h2: the survey after the tests failed: Failed to connect' in report.render_html([run])
+    assert '<li>h2: the survey after the tests failed: Failed to connect' in role_templates.verify_html([run])
 
 
 def test_check_mode_has_the_survey_before_only_with_counts_since_boot():
@@ -148,7 +149,7 @@ def test_check_mode_has_the_survey_before_only_with_counts_since_boot():
     surveys['after'] = dict((name, {'skipped': True, 'changed': False}) for name in surveys['after'])
     run = run_of('loopback-check-mode.json', surveys, check_mode=True)
     assert [pair['diagnosis'] for pair in run['pairs']] == [[], []]
-    hosts = section(report.render_markdown(run, [run]), 'Hosts')
+    hosts = section(role_templates.verify_markdown(run, [run]), 'Hosts')
     assert table_rows(hosts, 'h1')[0] == ['h1', 'before the tests only', 'performance', 'running', '0 since boot',
                                           '15 since boot']
     assert table_rows(hosts, 'h2')[1][-1] == 'rx_missed_errors 7 since boot'
@@ -157,17 +158,17 @@ def test_check_mode_has_the_survey_before_only_with_counts_since_boot():
 def test_without_surveys_the_report_says_so():
     run = run_of('loopback-fail-rate-1t.json', None)
     assert run['hosts'] is None and len(run['pairs'][0]['diagnosis']) == 1
-    assert section(report.render_markdown(run, [run]), 'Hosts').strip() == report.NO_SURVEY
-    assert '<h3>Hosts</h3><p class="hosts-note">%s</p>' % report.NO_SURVEY in report.render_html([run])
+    assert section(role_templates.verify_markdown(run, [run]), 'Hosts').strip() == report.NO_SURVEY
+    assert '<h3>Hosts</h3>\n<p class="hosts-note">%s</p>' % report.NO_SURVEY in role_templates.verify_html([run])
 
 
 def test_an_older_run_without_surveys_still_renders():
     old, new = old_run(), run_of('lab-tuned.json', load('surveys-ring-drops.json'), label='tuned')
     assert 'hosts' not in old and report.parse_run(json.dumps(old)) is not None
-    markdown = report.render_markdown(old, [old])
+    markdown = role_templates.verify_markdown(old, [old])
     assert markdown.startswith('# Path verification 20261120T100000Z (stock)') and '## Hosts' not in markdown
     assert '- **bdp-lab-a -> bdp-lab-b**: receive window' in markdown
-    page = report.render_html([old, new])
+    page = role_templates.verify_html([old, new])
     assert page.count('<section class="run"') == 2 and page.count('<h3>Hosts</h3>') == 1
     # the new run still finds the old one as its stock baseline
     assert report.baseline([old, new], new, 'bdp-lab-a -> bdp-lab-b')['run_id'] == old['id']
