@@ -8,16 +8,15 @@ the defaults from its ``defaults/main.yml``; the playbook's own variables from `
 (plugin_utils/specs.py reads them all).  A variable of the collection's namespaces that none of them declares is
 refused, with the closest declared names.
 
-The type work is Ansible's: each value goes through ``ArgumentSpecValidator`` with its option's type, elements and
-choices (what ``rolespec_validate`` would run on each host, here before any host changes).  The roles read their
-variables as given, not as converted, so a value must also mean the same there: a boolean as Ansible's ``bool``
-filter reads it (no spaces around it), a list as a list, a choice as the very string.  A value from ``-e key=value``
-is a string, so ``false`` and ``4`` are taken as the boolean and the number they say.  Every rule of meaning is the
-collection's one implementation, the one the role's filter or module applies to the same value: rate, RTT, headroom,
-flows and memory share through module_utils/common/bdp.py; the MTU, interface names and peers through
-module_utils/mtu/linkmtu.py (parse_mtu, check_ifname, parse_peer, as the link_mtu module checks them before it
-changes anything); the congestion control name through module_utils/tuning/kmod.py; the ranges of INT_RANGES from
-the module_utils constants.  Their messages are passed on as they are.  All problems of a host are reported
+Each value is read by its declared type as the roles read it (as given: they never see what Ansible's validator
+would convert it to), a boolean as Ansible's ``bool`` filter reads it, a whole number in digits, a list as a list, a
+choice as the very string.  A value from ``-e key=value`` is a string, so ``false`` and ``4`` are taken as the
+boolean and the number they say.  Every rule of meaning is the collection's one implementation, the one the role's
+filter or module applies to the same value: rate, RTT, headroom, flows and memory share through
+module_utils/common/bdp.py; the MTU, interface names and peers through module_utils/mtu/linkmtu.py (parse_mtu,
+check_ifname, parse_peer, as the link_mtu module checks them before it changes anything); the congestion control name
+through module_utils/tuning/kmod.py; the ranges of INT_RANGES from the module_utils constants, the defaults a message
+shows from the specifications.  Their messages are passed on as they are.  All problems of a host are reported
 together; nothing runs on the host.
 
 ``check_host()`` is the pure part: it takes the host's variables, already templated, and returns the problems.
@@ -30,7 +29,6 @@ import re
 import yaml
 
 from ansible.errors import AnsibleError
-from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 from ansible.utils.vars import load_extra_vars
 
@@ -71,8 +69,8 @@ LIST_HINT = (" In inventory write a YAML list (%(name)s: [a, b]); on the command
              "-e '{\"%(name)s\": [\"a\", \"b\"]}'.")
 # A declared type in a message's words: what a refused value is not, and what is accepted.
 TYPE_WORDS = {
+    'bool': ('a boolean', BOOL_HELP),
     'int': ('a whole number', 'a whole number'),
-    'float': ('a number', 'a number'),
     'str': ('a string', 'a string'),
     'path': ('a string', PATH_HELP),
     'dict': ('a mapping', 'a mapping'),
@@ -84,27 +82,29 @@ NIC_SETTINGS = tuple('nic_' + option for option in _nic.WORDS)
 # What a variable with a rule of its own accepts, where its type alone says less.
 RULE_HELP = dict([('bbr_algorithm', _kmod.CONGESTION_CONTROL_HELP)] +
                  [(var, _nic.accepted(var[len('nic_'):])) for var in NIC_SETTINGS])
-_VALIDATORS = {}        # a declaration (type, elements, choices) -> Ansible's ArgumentSpecValidator, made once
-# Whole numbers and their ranges: (lowest, highest or None, what is accepted).
+# Whole numbers and their ranges: (lowest, highest or None, what is accepted).  A message shows the option's default
+# from its specification at DEFAULT, else after the text (range_help); a text of module_utils that states the default
+# of its own module is shown as it is.
+DEFAULT = '{default}'
 INT_RANGES = {
-    'verify_streams': (_checks.STREAMS_MIN, _checks.STREAMS_MAX, _checks.streams_help(default=1)),
-    'verify_duration': (1, _iperf3.DURATION_MAX, _iperf3.DURATION_HELP + ' (default 10)'),
-    'verify_omit': (0, _iperf3.OMIT_MAX, _iperf3.OMIT_HELP + ' (default 3)'),
-    'verify_report_html_runs': (1, None, 'a whole number of runs, 1 or more (default 20)'),
-    'tcp_buffers_probe_port': (_checks.PORT_MIN, _checks.PORT_MAX, _checks.port_help(default=22)),
-    'jumbo_mtu_proof_port': (_checks.PORT_MIN, _checks.PORT_MAX, _checks.port_help(default=45219)),
-    'jumbo_mtu_confirm_timeout': (10, None, 'a whole number of seconds, 10 or more (default 180); the whole play '
-                                            'must fit in it'),
-    'nic_confirm_timeout': (10, None, 'a whole number of seconds, 10 or more (default 120); the settings task on '
-                                      'every host of the batch and the confirmations must fit in it'),
-    'wan_tune_max_fail_percentage': (0, 100, 'a whole percentage from 0 to 100 (default 100: a batch goes on while '
-                                             'any of its hosts succeeds)'),
-    'rsync_daemon_port': (_checks.PORT_MIN, _checks.PORT_MAX, _checks.port_help(default=_rsyncd.PORT)),
+    'verify_streams': (_checks.STREAMS_MIN, _checks.STREAMS_MAX, _checks.streams_help()),
+    'verify_duration': (1, _iperf3.DURATION_MAX, _iperf3.DURATION_HELP),
+    'verify_omit': (0, _iperf3.OMIT_MAX, _iperf3.OMIT_HELP),
+    'verify_report_html_runs': (1, None, 'a whole number of runs, 1 or more'),
+    'tcp_buffers_probe_port': (_checks.PORT_MIN, _checks.PORT_MAX, _checks.port_help()),
+    'jumbo_mtu_proof_port': (_checks.PORT_MIN, _checks.PORT_MAX, _checks.port_help()),
+    'jumbo_mtu_confirm_timeout': (10, None, 'a whole number of seconds, 10 or more%s; the whole play must fit in it'
+                                            % DEFAULT),
+    'nic_confirm_timeout': (10, None, 'a whole number of seconds, 10 or more%s; the settings task on every host of '
+                                      'the batch and the confirmations must fit in it' % DEFAULT),
+    'wan_tune_max_fail_percentage': (0, 100, 'a whole percentage from 0 to 100%s; at 100 a batch goes on while any of '
+                                             'its hosts succeeds' % DEFAULT),
+    'rsync_daemon_port': (_checks.PORT_MIN, _checks.PORT_MAX, _checks.port_help()),
     'rsync_daemon_tls_port': (_checks.PORT_MIN, _checks.PORT_MAX, _rsynctls.PORT_HELP),
     'rsync_daemon_tls_days': (_rsynctls.RENEW_DAYS + 1, _rsynctls.DAYS_MAX, _rsynctls.DAYS_HELP),
     'rsync_daemon_streams': (1, _rsyncd.STREAMS_MAX, _rsyncd.STREAMS_HELP),
     'hpn_ssh_port': (_checks.PORT_MIN, _checks.PORT_MAX, _hpnssh.PORT_HELP),
-    'jumbo_mtu_probe_count': (1, None, 'a whole number of ICMP echoes per probe size, 1 or more (default 3)'),
+    'jumbo_mtu_probe_count': (1, None, 'a whole number of ICMP echoes per probe size, 1 or more'),
     'jumbo_mtu_platform_max_mtu': (0, _linkmtu.MAX_MTU, '0 (no limit of your own) or an MTU from %d to %d'
                                    % (_linkmtu.MIN_MTU, _linkmtu.MAX_MTU)),
 }
@@ -236,30 +236,65 @@ def resolve(variables, specs=None):
     return entries
 
 
-# ----------------------------------------------------------------------------- conversions
+# ----------------------------------------------------------------------------- the roles' reading
 
-def to_bool(value):
-    """A boolean exactly as Ansible's ``| bool`` reads it (the roles read every boolean that way); Refusal for the
-    rest."""
-    result = _bdp.read_bool(value)
-    if result is not None:
-        return result
-    if isinstance(value, str):
-        if value.strip().lower() in BOOL_TRUE + BOOL_FALSE:
+def _text(value):
+    return str(value) if isinstance(value, (str, int, float)) and not isinstance(value, bool) else None
+
+
+# How the roles read a value of each declared type (None: they cannot): a whole number in digits (bdp.read_whole), a
+# string as a string or a number (never a boolean), a mapping as a mapping.  A raw value is read by its own rule.
+READERS = {'int': _bdp.read_whole, 'str': _text, 'path': _text,
+           'dict': lambda value: dict(value) if isinstance(value, dict) else None}
+
+
+def typed(var, value, option, accepted=None):
+    """``value`` as the roles read it by the option's declared type, elements and choices; a Refusal, in the words of
+    the other checks, where they cannot (``accepted``: what it says is accepted, if not the type's words).
+
+    The roles read their variables as given (-e passes strings), not as Ansible's validator (rolespec_validate)
+    converts them, and their reading is the stricter one, so it is the only one here: a boolean as the ``bool``
+    filter reads it (bdp.read_bool: ' yes' and 'n' are booleans to the validator, false to the filter), a choice
+    as the very string (the validator turns true into 'yes'), a list as a list (the validator splits 'a,b') of
+    strings where it holds strings, a string as a string or a number (never a boolean: 'True'), a mapping as a
+    mapping (the validator parses JSON text), a whole number in digits (the validator also takes '3.0' and '1_000',
+    which the roles' int filter does not)."""
+    kind_ = option.get('type', 'str')
+    what, words = TYPE_WORDS.get(kind_, (kind_, kind_))
+    accepted = accepted or words
+    if option.get('choices'):
+        choices = [str(choice) for choice in option['choices']]
+        if isinstance(value, str) and value in choices:
+            return value
+        what, accepted = 'one of the choices', 'one of %s' % ', '.join(choices)
+        quoted = ', '.join("'%s'" % choice for choice in choices if choice in BOOL_TRUE + BOOL_FALSE)
+        if isinstance(value, bool) and quoted:
+            raise Refusal('is a boolean: YAML reads an unquoted on/off/yes/no as true or false, so quote it (%s)'
+                          % quoted, accepted)
+    elif kind_ == 'bool':
+        result = _bdp.read_bool(value)
+        if result is not None:
+            return result
+        if isinstance(value, str) and value.strip().lower() in BOOL_TRUE + BOOL_FALSE:
             raise Refusal("is not a boolean: it has white space around the word, which Ansible's bool filter does not "
                           "ignore (it would read it as false)", BOOL_HELP)
-        raise Refusal('is not a boolean', BOOL_HELP)
-    raise Refusal('is %s, not a boolean' % kind(value), BOOL_HELP)
-
-
-def to_choice(value, choices):
-    accepted = 'one of %s' % ', '.join(choices)
-    words = [choice for choice in choices if choice in BOOL_TRUE + BOOL_FALSE]
-    if isinstance(value, bool) and words:
-        raise Refusal('is a boolean: YAML reads an unquoted on/off/yes/no as true or false, so quote it (%s)'
-                      % ', '.join("'%s'" % word for word in words), accepted)
-    raise Refusal('is not one of the choices' if isinstance(value, str)
-                  else 'is %s, not one of the choices' % kind(value), accepted)
+    elif kind_ == 'list' and isinstance(value, (list, tuple)):
+        bad = [(index, item) for index, item in enumerate(value)
+               if option.get('elements') == 'str' and not isinstance(item, str)]
+        if bad:
+            raise Refusal('has an item [%d] that is %s, not a string' % (bad[0][0], kind(bad[0][1])),
+                          'a list of strings')
+        return list(value)
+    elif kind_ == 'list' and isinstance(value, str):
+        raise Refusal('is a string, not a list', accepted, LIST_HINT % {'name': var})
+    elif kind_ != 'list':
+        result = READERS[kind_](value) if kind_ in READERS else value
+        if result is not None:
+            return result
+        if var in INT_RANGES:
+            accepted = range_help(var, option.get('default'))
+        accepted = RULE_HELP.get(var, accepted)
+    raise Refusal('is not %s' % what if isinstance(value, str) else 'is %s, not %s' % (kind(value), what), accepted)
 
 
 def to_path(value):
@@ -270,81 +305,21 @@ def to_path(value):
     return value
 
 
-def to_list(value, name, accepted):
-    if isinstance(value, str):
-        raise Refusal('is a string, not a list', accepted, LIST_HINT % {'name': name})
-    raise Refusal('is %s, not a list' % kind(value), accepted)
+def range_help(var, default=None):
+    """What INT_RANGES accepts for ``var``, with the option's ``default`` (from its specification) where one is given
+    and the text does not state its module's own: 'a whole number of seconds, 10 or more (default 180); ...'."""
+    text = INT_RANGES[var][2]
+    if DEFAULT not in text and '(default ' not in text:
+        text += DEFAULT
+    return text.replace(DEFAULT, '' if default is None else ' (default %s)' % default)
 
 
-def _validator(option):
-    """Ansible's validator for an option's type, elements and choices, made once per distinct declaration.  Suboptions
-    and the elements of a list of mappings are left to the role's own rules, which word each problem (rsyncd.check
-    for the modules and users)."""
-    spec = dict((key, option[key]) for key in ('type', 'elements', 'choices') if key in option)
-    if spec.get('elements') == 'dict':
-        del spec['elements']
-    key = repr(sorted(spec.items()))
-    if key not in _VALIDATORS:
-        _VALIDATORS[key] = ArgumentSpecValidator({'value': spec})
-    return _VALIDATORS[key]
-
-
-def typed(var, value, option):
-    """``value`` as Ansible's own validator (ArgumentSpecValidator, the one rolespec_validate runs) converts it by
-    the option's declared type, elements and choices; a Refusal, in the words of the other checks, where it cannot.
-
-    The roles read their variables as given, not as the validator converts them (-e passes strings), so where the
-    roles' reading is stricter the value must also read the same there (``reads_the_same``): a boolean as the
-    ``bool`` filter reads it (' yes' and 'n' are booleans to the validator, false and true to the filter), a choice
-    as the very string (the validator turns true into 'yes'), a list as a list (the validator splits 'a,b') of
-    strings where it holds strings (the validator writes a mapping, a list or null as Python text), a string as a
-    string or a number (never a boolean: 'True'), a whole number as digits (the validator also takes '3.0' and
-    '1_000', which the roles' int filter does not)."""
-    kind_ = option.get('type', 'str')
-    result = _validator(option).validate({'value': value})
-    refused = bool(result.error_messages) or value is None      # the validator passes a null by
-    converted = None if refused else result.validated_parameters['value']
-    if kind_ == 'path' and isinstance(value, str):
-        converted = value       # as given: the validator expands ~ and $HOME, the roles do not
-    if option.get('choices'):
-        if refused or isinstance(value, bool) or converted != value:
-            to_choice(value, [str(choice) for choice in option['choices']])
-    elif kind_ == 'bool':
-        if refused or _bdp.read_bool(value) is not converted:
-            return to_bool(value)
-    elif kind_ == 'list':
-        if not isinstance(value, (list, tuple)):
-            to_list(value, var, 'a list')
-        bad = [(index, item) for index, item in enumerate(value)
-               if option.get('elements') == 'str' and not isinstance(item, str)]
-        if bad:
-            index, item = bad[0]
-            raise Refusal('has an item [%d] that is %s, not a string' % (index, kind(item)), 'a list of strings')
-    elif refused or not reads_the_same(kind_, value):
-        what, accepted = TYPE_WORDS.get(kind_, (kind_, kind_))
-        accepted = INT_RANGES[var][2] if var in INT_RANGES else RULE_HELP.get(var, accepted)
-        raise Refusal('is not %s' % what if isinstance(value, str) else 'is %s, not %s' % (kind(value), what),
-                      accepted)
-    return converted
-
-
-def reads_the_same(kind_, value):
-    """Whether a value the validator took as ``kind_`` is also what the roles read: no boolean as a number or a
-    string, no mapping or list as a string, a whole number in digits (bdp.read_whole, the collection's reader)."""
-    if isinstance(value, bool):
-        return False
-    if kind_ in ('str', 'path'):
-        return isinstance(value, (str, int, float))
-    if kind_ == 'int':
-        return _bdp.read_whole(value) is not None
-    return True
-
-
-def in_range(var, number):
-    """A whole number (already converted by its type) in its range of INT_RANGES."""
-    low, high, accepted = INT_RANGES.get(var, (0, None, 'a whole number'))
+def in_range(var, number, default=None):
+    """A whole number (already read by its type) in its range of INT_RANGES."""
+    low, high, dummy = INT_RANGES[var]
     if var == 'jumbo_mtu_platform_max_mtu' and number:
         low = _linkmtu.MIN_MTU
+    accepted = range_help(var, default)
     if low is not None and number < low:
         raise OutOfRange('is below %d' % low, accepted)
     if high is not None and number > high:
@@ -381,7 +356,7 @@ def _check_items(var, name, value, check, accepted, problems, label=''):
     """The list, or None after one problem per bad item, named var[index].  ``check`` is the module's own check
     (linkmtu.check_ifname, linkmtu.parse_peer): its message is the problem of a string item."""
     if not isinstance(value, (list, tuple)):
-        to_list(value, var, 'a list, each item ' + accepted)
+        typed(var, value, {'type': 'list'}, 'a list, each item ' + accepted)
     bad = 0
     for index, item in enumerate(value):
         where = '%s[%d]' % (name, index)
@@ -438,7 +413,7 @@ def meaning(var, value, option):
     elif var in NIC_SETTINGS:
         return nic_setting(var, value)
     elif kind_ == 'int':
-        return in_range(var, value)
+        return in_range(var, value, option.get('default'))
     elif kind_ == 'path':
         return to_path(value)
     elif kind_ == 'str' and not option.get('choices') and not value.strip() and option.get('default') != '':
@@ -635,7 +610,6 @@ ROLE_RANGES = {
 ROLE_RULES = {
     'verify': ('verify_baseline',),
 }
-_DEFAULT_NOTE = re.compile(r' \(default [^()]*\)$')
 
 
 def _is_number(value):
@@ -661,13 +635,11 @@ def range_problems(role, variables):
             try:
                 in_range(var, typed(var, value, {'type': 'int'}))
                 continue
-            except OutOfRange as exc:
-                accepted = _DEFAULT_NOTE.sub('', exc.accepted)
-            except (Refusal, _bdp.UnitError):
+            except Refusal as exc:
                 # a negative whole number is out of range too; anything else is not a whole number
                 negative = isinstance(value, (int, str)) and not isinstance(value, bool) \
                     and re.match(r'^\s*-[0-9]+\s*$', str(value))
-                accepted = _DEFAULT_NOTE.sub('', INT_RANGES[var][2]) if negative else None
+                accepted = range_help(var) if isinstance(exc, OutOfRange) or negative else None
         else:
             _what, accepted, parser = PARSERS[var]
             try:

@@ -153,7 +153,7 @@ def test_a_role_state_set_itself_is_named_itself():
     (1, True), (0, False),
 ])
 def test_booleans_from_strings(text, meaning):
-    assert vi.to_bool(text) is meaning
+    assert vi.typed('x', text, {'type': 'bool'}) is meaning
 
 
 BOOL_CANDIDATES = ['true', 'True', 'TRUE', 'yes', 'Yes', 'on', 'ON', '1', 'false', 'No', 'off', 'OFF', '0',
@@ -172,7 +172,7 @@ def test_booleans_are_exactly_what_the_bool_filter_takes():
             deprecated.reset_mock()
             meaning = core.to_bool(value)
             try:
-                ours = vi.to_bool(value)
+                ours = vi.typed('x', value, {'type': 'bool'})
             except vi.Refusal:
                 ours = None
             if deprecated.called:
@@ -254,6 +254,32 @@ def test_numbers_refused(name, value, shown, reason, accepted):
     message = only(check(**{name: value}))
     assert_message(message, name, shown, accepted)
     assert '%s %s;' % (shown, reason) in message
+
+
+@pytest.mark.parametrize('name', sorted(vi.INT_RANGES))
+def test_every_range_shows_the_default_of_its_specification(name):
+    # the default a message shows is the option's own, from its specification (defaults/main.yml), once; a text of
+    # module_utils that states its module's default states the same one
+    default = vi.load_specs()[name]['default']
+    message = only(check(play_peers=peers(('b', 'inventory name of host b')), **{name: 'x'}))
+    assert message.count('(default ') == 1 and '(default %s)' % default in message, message
+    specs = dict(vi.load_specs())
+    specs[name] = dict(specs[name], default=4321)
+    message = only(vi.check_host(dict(GOOD, **{name: 'x'}), specs=specs, play_peers=peers(('b', 'host b'))))
+    assert '(default 4321)' in message or '(default %s)' % default in vi.INT_RANGES[name][2], message
+
+
+def test_a_default_goes_where_its_text_puts_it():
+    assert vi.range_help('jumbo_mtu_confirm_timeout', 180) == \
+        'a whole number of seconds, 10 or more (default 180); the whole play must fit in it'
+    assert vi.range_help('jumbo_mtu_confirm_timeout') == 'a whole number of seconds, 10 or more; the whole play must fit in it'
+    assert vi.range_help('jumbo_mtu_probe_count', 3) == 'a whole number of ICMP echoes per probe size, 1 or more (default 3)'
+
+
+def test_a_number_that_is_not_finite_is_refused_by_name():
+    # JSON extra variables can hold Infinity; Ansible's validator raised on it
+    assert only(check(jumbo_mtu_proof_port=float('inf'))).startswith(
+        'jumbo_mtu_proof_port: inf is a number, not a whole number; expected a TCP port')
 
 
 def test_numbers_mean_what_they_mean_to_the_memory_guard():
@@ -982,6 +1008,10 @@ def test_the_nic_settings_take_their_words_and_numbers():
     ({'rsync_daemon_port': '1_000'}, "rsync_daemon_port: '1_000' is not a whole number"),
     ({'jumbo_mtu_proof_port': 873.0}, 'jumbo_mtu_proof_port: 873.0 is a number, not a whole number'),
     ({'rsync_daemon': True, 'rsync_daemon_modules': ['x']}, "rsync_daemon_modules[0]: 'x' is not a mapping"),
+    # -e key=value gives text: the validator parses JSON and k=v text into a mapping, the roles read the text
+    ({'hpn_ssh_sshd_options': '{"MaxStartups": "20"}'},
+     'hpn_ssh_sshd_options: \'{"MaxStartups": "20"}\' is not a mapping; expected a mapping.'),
+    ({'verify_peer_addresses': 'a=198.18.0.2'}, "verify_peer_addresses: 'a=198.18.0.2' is not a mapping"),
 ])
 def test_what_ansible_s_validator_converts_but_the_roles_would_read_otherwise_is_refused(variables, message):
     # the validator turns these into Python text or numbers; the roles read the value as given
