@@ -39,7 +39,8 @@ options:
     description:
       - V(present) plans, checks, arms the timer, changes and (with O(prove=true)) proves.
       - V(confirmed) disarms the timer of the pending change and records it as committed; fails if the timer has
-        already restored the previous MTUs.
+        already restored the previous MTUs. A decision taken by a confirmation or a V(reverted) cut short is finished
+        by the next call of any state.
       - V(reverted) undoes a pending change now (or reports that the timer already did); used after the control
         connection was lost.
       - V(absent) restores the MTUs recorded before the first change (interfaces someone else changed since are
@@ -94,11 +95,6 @@ options:
     description: Seconds after arming before the timer restores the previous MTUs unless confirmed.
     type: int
     default: 180
-  commit_method:
-    description: How the timer runs. V(auto) uses systemd where it is PID 1, else a detached process.
-    type: str
-    choices: [auto, systemd, process]
-    default: auto
   allow_control_interface:
     description: Allow changing interfaces that carry the Ansible control connection or a default route.
     type: bool
@@ -135,6 +131,7 @@ options:
     type: path
     default: /var/lib/bdp_wan_tune
 extends_documentation_fragment:
+  - bdp.wan_tune.commit_confirm
   - bdp.wan_tune.attributes
   - ansible.builtin.action_common_attributes
 attributes:
@@ -145,7 +142,6 @@ attributes:
 notes:
   - Needs root (C(ip link set), raw ICMP sockets) and C(ip) from iproute2.
   - Lowering an MTU is always safe for reachability, so O(state=absent) and the restores need no timer.
-  - The timer's script, its pid file and the decision marker live in C(/run/bdp_wan_tune), which is cleared at boot.
 seealso:
   - module: bdp.wan_tune.link_mtu_persist
   - name: Jumbo frames in bdp.wan_tune
@@ -203,11 +199,13 @@ peers:
       icmp: {payload: 8972, packet: 9000, received: 1, sent: 1, rtt_ms: 20.4}
       tcp: {ran: true, ok: true, snd_mss: 8948, rcv_mss: 8948, expected_mss: 8948, total_retrans: 0}
 commit:
-  description: The commit-confirm timer of the change (token, method, unit or pid, deadline) and how it ended.
+  description: The commit-confirm timer of the change (token, method, unit or pid, timeout, deadline, the MTUs it
+    restores) and how it ended (V(state), pending or an O(state=reverted) outcome).
   returned: when a change was made, confirmed or reverted
   type: dict
-  sample: {token: 20261122-0310-ab12cd, method: systemd, unit: bdp-wan-tune-mtu-20261122-0310-ab12cd,
-           deadline: 1795000000.0, timeout: 180, state: pending}
+  sample: {token: 20261122-031000-ab12cd, method: systemd, unit: bdp-wan-tune-mtu-20261122-031000-ab12cd,
+           deadline: 1795000000.0, timeout: 180, state: pending, restores: wan0=1500,
+           changes: [{interface: wan0, before: 1500, after: 9000}]}
 platform:
   description: The cloud platform detected from DMI and its MTU limit, or null.
   returned: when state is present
@@ -241,10 +239,16 @@ restored:
   type: dict
   sample: {wan0: 1500}
 outcome:
-  description: How the pending change ended (confirmed, restored_by_timer, restored_by_module).
+  description: How the pending change ended (V(confirmed), V(restored_by_timer), V(restored_by_module),
+    V(restored_by_reboot)), or null when none was pending (the last one's with O(state=reverted)).
   returned: when state is confirmed or reverted
   type: str
   sample: restored_by_timer
+record:
+  description: The timer's line of the revert log (C(jumbo_mtu-reverts.log)) when the timer ended the change.
+  returned: when state is reverted and a change was pending
+  type: dict
+  sample: {token: 20261122-031000-ab12cd, by: timer, at: 1795000000, restored: wan0=1500, rc: 0, failed: ''}
 summary:
   description: One paragraph a human reads, saying what changed, what was proven and what was restored.
   returned: always
@@ -255,18 +259,17 @@ check_mode:
   type: bool
 """
 
-import random
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common import checks
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common import files
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common import runlock
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common.commit import Timer
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common.record import Record
 from ansible_collections.bdp.wan_tune.plugins.module_utils.mtu import linkmtu
 from ansible_collections.bdp.wan_tune.plugins.module_utils.mtu import mtuplan
 from ansible_collections.bdp.wan_tune.plugins.module_utils.mtu import mtuproof
-from ansible_collections.bdp.wan_tune.plugins.module_utils.mtu import mtutimer
 from ansible_collections.bdp.wan_tune.plugins.module_utils.tuning import sysctl
 
 STATE_FILE = 'jumbo_mtu.json'
@@ -276,8 +279,8 @@ class LinkMtu(object):
     """One call of the module: its parameters, its result, the host's links, the record, the timer, the listener.
 
     The states are the functions present, confirmed, reverted and absent below; the pieces are in module_utils:
-    mtuplan (what the host looks like), linkmtu.plan (what to change), mtutimer (the commit-confirm timer) and
-    mtuproof (the proofs and the one-off listener).
+    mtuplan (what the host looks like), linkmtu.plan (what to change), common/commit.py (the commit-confirm timer,
+    with linkmtu.MtuSetting) and mtuproof (the proofs and the one-off listener).
     """
 
     def __init__(self, module):
@@ -286,7 +289,7 @@ class LinkMtu(object):
         self.ip = module.get_bin_path('ip', required=True)
         self.record = Record(module, self.p['state_dir'], STATE_FILE)
         self.result = {'changed': False, 'summary': '', 'check_mode': module.check_mode}
-        self.timer = mtutimer.CommitTimer(module, self.p['state_dir'], self.set_mtu)
+        self.timer = Timer(module, self.p['state_dir'], linkmtu.MtuSetting(self.run_ip))
         self.listener = mtuproof.Listener(self.p['proof_port'], self.p['confirm_timeout'] + 60)
 
     def fail(self, msg, **extra):
@@ -310,9 +313,6 @@ class LinkMtu(object):
     def links(self):
         return mtuplan.links(self.run_ip)
 
-    def set_mtu(self, name, mtu):
-        self.run_ip(['link', 'set', 'dev', name, 'mtu', str(mtu)])
-
     def load_state(self):
         """The record as on disk now (lm.record): the originals under "original", and the pending change, what was
         committed, the order of the changes and the history beside them."""
@@ -329,29 +329,50 @@ class LinkMtu(object):
     def start_listener(self, peers):
         self.result['listener'] = self.listener.start(peers)
 
-    def finish(self, state, commit, outcome):
-        """This call decided the change: record it (and the restore) and save."""
-        self.timer.finish(state, commit, outcome)
+    def close(self, state, pending, by, steps=None):
+        """End ``pending`` as decided ``by`` (commit.Timer.end) and record it: a confirmed change's MTUs are
+        committed; a change put back forgets the originals it recorded (not those of MTUs committed before, nor of
+        MTUs it could not put back, which state=absent still restores).  Saves; returns the ending."""
+        ending = self.timer.end(pending, by, steps)
+        if ending['outcome'] == 'confirmed':
+            links = self.links()
+            ending['drift'] = ['%s is %s' % (name, links.get(name, {}).get('mtu'))
+                               for name, _b, after in pending['changes'] if links.get(name, {}).get('mtu') != after]
+            committed, order = state.setdefault('committed', {}), state.setdefault('order', [])
+            for name, _before, after in pending['changes']:
+                committed[name] = after
+                order.extend([name] if name not in order else [])
+            for name in pending.get('follows', {}):
+                committed[name] = links.get(name, {}).get('mtu')
+        else:
+            for name in [step[0] for step in pending['changes']] + list(pending.get('follows', {})):
+                if name not in state.get('committed', {}) and name not in ending['failed']:
+                    state.get('original', {}).pop(name, None)
+        state.setdefault('history', []).append({'token': pending['token'], 'outcome': ending['outcome'],
+                                                'at': int(time.time())})
+        state['history'] = state['history'][-20:]
+        state['pending'] = None
         self.save_state(state)
+        return ending
 
-    def drop_pending(self, state, pending, outcome):
-        """The timer (or a reboot) already ended the change: disarm, record it and save."""
-        self.timer.drop(state, pending, outcome)
-        self.save_state(state)
 
-    def settle(self, state, pending):
-        """A pending change that already ended (timer fired, host rebooted) is recorded and cleared."""
-        decided = self.timer.decided_by(pending)
-        if decided is None and not self.timer.stale(pending):
-            return pending
-        end = self.timer.outcome(pending, decided)
-        note = ('the earlier change %s was restored by its commit-confirm timer%s before this run'
-                % (pending['token'], ' at %s' % time.strftime('%F %T', time.localtime(end['at'])) if end['at'] else '')
-                if not self.timer.stale(pending) else
-                'the earlier change %s was never confirmed and the host has rebooted since' % pending['token'])
-        self.warn(note + '; it is not in effect.')
-        self.drop_pending(state, pending, end['state'])
-        return None
+def ended(pending, ending):
+    """How ``pending`` ended, in one line."""
+    token, restored = pending['token'], _steps(ending['restored'])
+    if ending['outcome'] == 'confirmed':
+        return 'confirmed change %s (%s); the timer is disarmed' % (token, _changes(pending))
+    text = 'change %s was not confirmed; %s' % (token, {
+        'restored_by_module': 'restored %s now' % restored,
+        'restored_by_timer': 'the commit-confirm timer restored %s at %s' % (restored, _at(ending)),
+        'restored_by_reboot': 'the host has rebooted since, which restored %s' % restored}[ending['outcome']])
+    if ending['failed']:
+        text += ' (could not restore %s%s)' % (' '.join(ending['failed']), ': %s' % '; '.join(ending['errors'])
+                                               if ending['errors'] else '')
+    return text
+
+
+def _at(ending):
+    return time.strftime('%F %T', time.localtime(ending['at'])) if ending['at'] else 'an unknown time'
 
 
 def _steps(items):
@@ -414,8 +435,14 @@ def present(lm):
     change, peers, links = plan(lm)
     state = lm.load_state()
     pending = state.get('pending')
-    if pending and not lm.check_mode:
-        pending = lm.settle(state, pending)
+    by = lm.timer.decision(pending) if pending and not lm.check_mode else 'waiting'
+    if by != 'waiting':
+        # an earlier change already ended (its timer fired, the host rebooted) or was decided by a call cut short
+        ending = lm.close(state, pending, by)
+        text = ended(pending, ending)
+        lm.warn('%s%s, before this run%s.' % (text[0].upper(), text[1:], '' if ending['outcome'] == 'confirmed'
+                                              else '; it is not in effect'))
+        pending = None
     if pending and change['changed']:
         lm.fail('Change %s (%s) is still waiting for its confirmation, and this call asks for another one. '
                 'Confirm it (state=confirmed), undo it (state=reverted), or let its timer restore it at %s. '
@@ -448,9 +475,8 @@ def apply(lm, state, change, peers, links):
     if baseline:
         lm.fail('The path is not healthy before the change, so it cannot be proven after it: %s. Nothing was '
                 'changed.' % ' '.join(baseline))
-    token = '%s-%06x' % (time.strftime('%Y%m%d%H%M%S'), random.randint(0, 0xffffff))
     try:
-        commit = lm.timer.arm(token, change['revert_steps'], p['confirm_timeout'], p['commit_method'])
+        commit = lm.timer.arm(change['revert_steps'], p['confirm_timeout'], p['commit_method'])
     except (RuntimeError, OSError) as exc:
         lm.fail('Could not arm the commit-confirm timer, so the MTU was not changed: %s.' % exc)
     commit['changes'] = change['steps']
@@ -462,12 +488,12 @@ def apply(lm, state, change, peers, links):
             lm.record.remember(name, entry['before'])
     state['pending'] = commit
     lm.save_state(state)
-    lm.result['commit'] = mtutimer.public(commit, 'pending')
+    lm.result['commit'] = lm.timer.public(commit, 'pending')
     done = []
     try:
         for name, _current, mtu in change['steps']:
             done.append(name)
-            lm.set_mtu(name, mtu)
+            lm.timer.setting.set(name, mtu)
         after = lm.links()
         wrong = ['%s is %s, wanted %s' % (name, after.get(name, {}).get('mtu'), entry['after'])
                  for name, entry in change['entries'].items()
@@ -476,12 +502,10 @@ def apply(lm, state, change, peers, links):
             raise RuntimeError('the kernel did not take the MTU: %s' % '; '.join(wrong))
     except RuntimeError as exc:
         lm.timer.claim(commit, 'module')
-        restored, errors = lm.timer.restore([step for step in change['revert_steps'] if step[0] in done])
-        lm.timer.disarm(commit)
-        lm.finish(state, commit, 'restored_by_module')
+        ending = lm.close(state, commit, 'module', [step for step in change['revert_steps'] if step[0] in done])
         lm.fail('Setting the MTU failed and the previous MTUs were restored (%s): %s.%s'
-                % (', '.join('%s %s' % item for item in restored.items()) or 'nothing to restore', exc,
-                   ' Restore errors: %s' % '; '.join(errors) if errors else ''), restored=restored)
+                % (_steps(ending['restored']) or 'nothing to restore', exc, ' Restore errors: %s'
+                   % '; '.join(ending['errors']) if ending['errors'] else ''), restored=ending['restored'])
     if p['listen']:
         lm.start_listener(peers)
     lm.result['summary'] = 'set %s; commit-confirm timer %s restores it at %s unless confirmed' % (
@@ -494,7 +518,7 @@ def apply(lm, state, change, peers, links):
 
 def prove_pending(lm, state, pending, peers, links):
     """Prove a change an earlier call made (the play changed every host first)."""
-    lm.result['commit'] = mtutimer.public(pending, 'pending')
+    lm.result['commit'] = lm.timer.public(pending, 'pending')
     wrong = []
     for name, _before, after in pending['changes']:
         if links.get(name, {}).get('mtu') != after:
@@ -527,12 +551,11 @@ def check_proof(lm, state, commit, peers, links, before):
             lm.result.get('summary') or 'change %s pending' % commit['token'],
             '; '.join('%s (%s via %s): %s' % (r['peer'], r['address'], r['interface'], r['summary']) for r in results))
         return
-    if not lm.timer.claim(commit, 'module'):
+    if lm.timer.decision(commit, take='module') != 'module':
         lm.fail('The path proof failed, and the commit-confirm timer had already restored the previous MTUs: '
                 '%s' % mtuproof.failure_text(failed))
-    restored, errors = lm.timer.restore(commit['revert_steps'])
-    lm.timer.disarm(commit)
-    lm.finish(state, commit, 'restored_by_module')
+    ending = lm.close(state, commit, 'module')
+    restored, errors = ending['restored'], ending['errors']
     lm.listener.stop()
     again = []
     for item in failed:
@@ -544,7 +567,7 @@ def check_proof(lm, state, commit, peers, links, before):
     lm.result['restored'] = restored
     lm.fail('Path proof failed, so the MTU was restored (%s): %s After the restore: %s.%s See docs/jumbo.md, '
             '"When the proof fails".'
-            % (', '.join('%s %s' % item for item in sorted(restored.items())), mtuproof.failure_text(failed),
+            % (_steps(restored), mtuproof.failure_text(failed),
                '; '.join(again), ' Restore errors: %s.' % '; '.join(errors) if errors else ''),
             restored=restored)
 
@@ -573,85 +596,54 @@ def unchanged(lm, peers, links):
 
 def confirmed(lm):
     """Disarm the timer of the pending change and record it as committed; too late if the timer decided."""
-    state = lm.load_state()
-    pending = state.get('pending')
-    stopped = False if lm.check_mode else lm.listener.stop()
+    lm.result['listener_stopped'] = False if lm.check_mode else lm.listener.stop()
+    pending = pending_change(lm, 'no pending MTU change to confirm', 'would confirm change %s')
     if not pending:
-        lm.result['summary'] = 'no pending MTU change to confirm'
-        lm.result['outcome'] = None
-        lm.result['listener_stopped'] = stopped
         return
-    lm.result['commit'] = mtutimer.public(pending, 'pending')
-    if lm.check_mode:
-        lm.result.update(changed=True, summary='would confirm change %s' % pending['token'])
-        return
-    if lm.timer.stale(pending) or not lm.timer.claim(pending, 'confirmed'):
-        end = lm.timer.outcome(pending)
-        lm.settle(state, pending)
-        lm.result['outcome'] = end['state']
-        at = time.strftime('%F %T', time.localtime(end['at'])) if end['at'] else 'an unknown time'
-        lm.fail('Too late: the commit-confirm timer of change %s restored the previous MTUs (%s) at %s, %d s '
-                'after the change, before this confirmation. The change is not in effect. If the control '
-                'connection was fine, raise confirm_timeout (the whole play must fit in it).'
-                % (pending['token'], ', '.join('%s %s' % (n, prev) for n, _c, prev in pending['revert_steps']),
-                   at, pending['timeout']))
-    lm.timer.disarm(pending)
-    links = lm.links()
-    drift = ['%s is %s' % (name, links.get(name, {}).get('mtu')) for name, _b, after in pending['changes']
-             if links.get(name, {}).get('mtu') != after]
-    committed = state.setdefault('committed', {})
-    for name, _before, after in pending['changes']:
-        committed[name] = after
-    for name in pending.get('follows', {}):
-        committed[name] = links.get(name, {}).get('mtu')
-    state.setdefault('order', [])
-    for name, _before, _after in pending['changes']:
-        if name not in state['order']:
-            state['order'].append(name)
-    lm.finish(state, pending, 'confirmed')
-    lm.result.update(changed=True, outcome='confirmed', listener_stopped=stopped)
-    lm.result['commit']['state'] = 'confirmed'
-    lm.result['summary'] = 'confirmed change %s (%s); the timer is disarmed' % (pending['token'], _changes(pending))
-    if drift:
-        lm.warn('after confirming, %s differ from the change' % ', '.join(drift))
+    ending = lm.close(lm.record.data, pending, lm.timer.decision(pending, take='confirmed'))
+    lm.result.update(changed=True, outcome=ending['outcome'], summary=ended(pending, ending))
+    lm.result['commit']['state'] = ending['outcome']
+    if ending['outcome'] != 'confirmed':
+        late = ('the commit-confirm timer of change %s restored the previous MTUs (%s) at %s, %d s after the change'
+                % (pending['token'], _steps(ending['restored']), _at(ending), pending['timeout'])
+                if ending['outcome'] == 'restored_by_timer' else ended(pending, ending))
+        lm.fail('Too late: %s, before this confirmation. The change is not in effect. If the control connection '
+                'was fine, raise confirm_timeout (the whole play must fit in it).' % late)
+    if ending['drift']:
+        lm.warn('after confirming, %s differ from the change' % ', '.join(ending['drift']))
 
 
 # ---------------------------------------------------------------------------------------------- state=reverted
 
 def reverted(lm):
     """Undo the pending change now, or report that its timer already did."""
-    state = lm.load_state()
-    pending = state.get('pending')
+    history = lm.load_state().get('history') or [None]
+    last = history[-1]
+    pending = pending_change(lm, 'no pending change; the last one (%s) ended %s at %s' % (
+        last['token'], last['outcome'].replace('_', ' '), time.strftime('%F %T', time.localtime(last['at'])))
+        if last else 'no pending change and none recorded', 'would restore %s', last and last['outcome'])
+    if not pending:
+        return
+    ending = lm.close(lm.record.data, pending, lm.timer.decision(pending, take='module'))
+    lm.result.update(changed=ending['outcome'] == 'restored_by_module', outcome=ending['outcome'],
+                     restored=ending['restored'], record=ending['record'], summary=ended(pending, ending))
+    lm.result['commit']['state'] = ending['outcome']
+
+
+def pending_change(lm, nothing, would, outcome=None):
+    """The pending change, its timer in the result, the listener stopped; None when there is none (the summary
+    says ``nothing``, the outcome is ``outcome``) or in check mode (``would``, with the token)."""
+    pending = lm.load_state().get('pending')
     if not lm.check_mode:
         lm.listener.stop()
     if not pending:
-        history = state.get('history', [])
-        last = history[-1] if history else None
-        lm.result['outcome'] = last['outcome'] if last else None
-        lm.result['summary'] = ('no pending change; the last one (%s) ended %s at %s' % (
-            last['token'], last['outcome'].replace('_', ' '), time.strftime('%F %T', time.localtime(last['at'])))
-            if last else 'no pending change and none recorded')
-        return
-    lm.result['commit'] = mtutimer.public(pending, 'pending')
+        lm.result.update(summary=nothing, outcome=outcome)
+        return None
+    lm.result['commit'] = lm.timer.public(pending, 'pending')
     if lm.check_mode:
-        lm.result.update(changed=True, summary='would restore %s' % pending['token'])
-        return
-    if not lm.timer.stale(pending) and lm.timer.claim(pending, 'module'):
-        restored, errors = lm.timer.restore(pending['revert_steps'])
-        lm.timer.disarm(pending)
-        lm.finish(state, pending, 'restored_by_module')
-        lm.result.update(changed=True, restored=restored, outcome='restored_by_module')
-        lm.result['summary'] = ('change %s was not confirmed; restored %s now%s'
-                                % (pending['token'], _steps(restored),
-                                   ' (errors: %s)' % '; '.join(errors) if errors else ''))
-        return
-    end = lm.timer.outcome(pending)
-    lm.drop_pending(state, pending, end['state'])
-    at = time.strftime('%F %T', time.localtime(end['at'])) if end['at'] else 'boot'
-    restored = dict((name, prev) for name, _c, prev in pending['revert_steps'])
-    lm.result.update(outcome=end['state'], restored=restored, record=end['record'])
-    lm.result['summary'] = ('change %s was not confirmed; the commit-confirm timer restored %s at %s'
-                            % (pending['token'], _steps(restored), at))
+        lm.result.update(changed=True, summary=would % pending['token'])
+        return None
+    return pending
 
 
 # ---------------------------------------------------------------------------------------------- state=absent

@@ -128,12 +128,6 @@ options:
       unless O(state=confirmed) runs (10 or more).
     type: int
     default: 120
-  commit_method:
-    description: How the timer runs. V(auto) uses a transient systemd timer where systemd is PID 1, else a
-      detached process with a pid file.
-    type: str
-    choices: [auto, systemd, process]
-    default: auto
   transfer_ports:
     description: More TCP ports of rsync daemon transfers (an rsync daemon on other ports than 873 and 874, which are
       always watched); while a connection to or from one of them is established, ring changes are refused.
@@ -141,6 +135,7 @@ options:
     elements: int
     default: []
 extends_documentation_fragment:
+  - bdp.wan_tune.commit_confirm
   - bdp.wan_tune.state_dir
   - bdp.wan_tune.attributes
   - ansible.builtin.action_common_attributes
@@ -252,17 +247,16 @@ check_mode:
 """
 
 import os
-import random
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common import checks
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common import files
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common import runlock
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common.commit import Timer
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common.record import Record
 from ansible_collections.bdp.wan_tune.plugins.module_utils.mtu import linkmtu
 from ansible_collections.bdp.wan_tune.plugins.module_utils.mtu import mtuplan
-from ansible_collections.bdp.wan_tune.plugins.module_utils.mtu import mtutimer
 from ansible_collections.bdp.wan_tune.plugins.module_utils.nic import commit
 from ansible_collections.bdp.wan_tune.plugins.module_utils.nic import ethtool
 from ansible_collections.bdp.wan_tune.plugins.module_utils.nic import linkfile
@@ -299,7 +293,7 @@ class NicSettings(object):
         self.pending_sources = {}   # {interface: the .link file whose keys ours carries}
         self.ifnames = {}           # {ifindex: interface}
         self.persisted = {}         # {interface: the txqueuelen ours keeps in its .link file while not applicable}
-        self.timer = commit.RingTimer(module, self.p['state_dir'])
+        self.timer = Timer(module, self.p['state_dir'], commit.Rings())
         self.armed = None           # the commit-confirm timer armed by this call
         self.applied = False        # this call's changes are made (and not put back)
         self.undone = None          # a failure put back this call's changes: True, or False when some could not be
@@ -307,7 +301,7 @@ class NicSettings(object):
     def fail(self, msg):
         if self.armed:
             back = self.undone if self.undone is not None else not self.applied
-            if back and self.timer.claim(self.armed, 'module'):
+            if back and self.timer.decision(self.armed, take='module') == 'module':
                 self.timer.disarm(self.armed)       # the rings are as before: no timer to leave behind
                 self.record.data.pop('pending', None)
                 save(self.record)
@@ -445,8 +439,9 @@ def present(ns):
         changes.apply()         # first: a setting the driver refuses is not persisted
         ns.applied = True
         if ns.armed and not any(plan[name]['rings']['status'] == 'changed' for name, _why in timed):
-            ns.timer.claim(ns.armed, 'module')      # the driver refused or kept them: nothing to confirm
-            end_pending(ns, ns.armed, ())
+            # the driver refused or kept them: nothing to confirm or put back; the change ends as it is
+            ns.timer.claim(ns.armed, 'module')
+            end_pending(ns, ns.armed, ns.timer.end(ns.armed, 'confirmed'))
             ns.armed = None
     try:
         persist_plan(ns, plan, links, opts, governor, found)
@@ -461,7 +456,7 @@ def present(ns):
         # the files are written when the change is confirmed: a timer that puts the rings back leaves none
         ns.record.data['pending'].update(writes=[list(item) for item in ns.writes], sources=ns.pending_sources)
         save(ns.record)
-        ns.result['commit'] = public(ns.armed, 'pending')
+        ns.result['commit'] = ns.timer.public(ns.armed, 'pending')
     elif not ns.module.check_mode and ns.writes:
         try:
             write_files(ns)
@@ -477,21 +472,13 @@ def present(ns):
 
 # ------------------------------------------------------------------------------------------------ commit-confirm
 
-def public(pending, status):
-    """The pending change as the module returns it (``commit``)."""
-    out = mtutimer.public(pending, status)
-    out['restores'] = commit.restored_text(pending['revert_steps'])
-    return out
-
-
 def arm(ns, plan, names):
     """Arm the timer that puts back the rings of ``names`` (the control interface and the NICs below it) and
     record the pending change, before any change is made."""
     steps = [(name, plan[name]['rings']['before'], plan[name]['rings']['before']) for name in names
              if plan[name]['rings']['status'] == 'changed']
-    token = '%s-%06x' % (time.strftime('%Y%m%d-%H%M%S'), random.randint(0, 0xffffff))
     try:
-        pending = ns.timer.arm(token, steps, ns.p['confirm_timeout'], ns.p['commit_method'])
+        pending = ns.timer.arm(steps, ns.p['confirm_timeout'], ns.p['commit_method'])
     except (RuntimeError, OSError) as exc:
         ns.fail('Could not arm the commit-confirm timer, so nothing was changed: %s.' % exc)
     pending['changes'] = [(name, plan[name]['rings']['before'], plan[name]['rings']['after']) for name, _b, _a in steps]
@@ -507,7 +494,7 @@ def settle_pending(ns):
     pending = ns.record.data.get('pending')
     if not pending:
         return
-    by = decided(ns, pending)
+    by = ns.timer.decision(pending)
     if by == 'waiting':
         ns.fail('The ring change %s (%s) is still waiting for its confirmation: run state=confirmed to keep it or '
                 'state=reverted to put the rings back, then run again. Nothing was changed.'
@@ -522,23 +509,15 @@ def settle_pending(ns):
     ns.module.warn('%s%s; this run plans again from what the host has.' % (summary[0].upper(), summary[1:]))
 
 
-def decided(ns, pending):
-    """Who decided the pending change: 'confirmed', 'module', 'timer', None (a reboot), or 'waiting'."""
-    if ns.timer.stale(pending):
-        return None
-    return ns.timer.decided_by(pending) or 'waiting'
-
-
 def finish(ns, pending, by):
-    """End the pending change ``by`` its decision: the confirmation ('confirmed': the files are written), the
-    module ('module': the rings are put back now), the timer ('timer') or a reboot (None), which put them back.
-    Returns (outcome, summary)."""
-    token, restores = pending['token'], commit.restored_text(pending['revert_steps'])
-    names = [name for name, _before, _after in pending['changes']]
+    """End the pending change ``by`` its decision (commit.Timer.end): the confirmation ('confirmed': the files are
+    written), the module ('module': the rings are put back now), the timer ('timer') or a reboot (None), which put
+    them back.  Returns (outcome, summary)."""
+    token, restores = pending['token'], ns.timer.setting.describe(pending['revert_steps'])
+    ending = end_pending(ns, pending, ns.timer.end(pending, by))
     if by == 'confirmed':
         ns.writes = [tuple(item) for item in pending.get('writes', [])]
         ns.pending_sources = pending.get('sources', {})
-        end_pending(ns, pending, ())
         ns.result['files'] = [path for path, _text in ns.writes]
         if ns.writes:
             try:
@@ -547,44 +526,32 @@ def finish(ns, pending, by):
                 ns.fail('The ring change %s is confirmed and its rings stay, but writing its files failed: %s. Run '
                         'again to write them.' % (token, exc))
         return 'confirmed', 'the ring change %s is confirmed; %d file(s) written' % (token, len(ns.writes))
-    if by == 'module':
-        restored, errors = ns.timer.restore(pending['revert_steps'])
-        end_pending(ns, pending, list(restored))
-        ns.timer.log_revert(token, 'module', {'rings': restores})
-        if errors:
-            ns.fail('The ring change %s was not confirmed, and putting back %s failed: %s. Those rings stay as the '
-                    'change set them, recorded as this module\'s own: state=absent puts back the original.'
-                    % (token, restores, '; '.join(errors)))
-        return 'restored_by_module', 'the ring change %s was not confirmed; put back %s now' % (token, restores)
-    end = ns.timer.outcome(pending)
-    record = end['record'] or {}
-    failed = (record.get('failed') or '').split() if record.get('rc') else []
-    end_pending(ns, pending, [name for name in names if name not in failed], disarm=by is None)
-    summary = 'the ring change %s was not confirmed; %s put back %s' % (
-        token, 'the commit-confirm timer' if by == 'timer' else 'a reboot', restores)
-    if by == 'timer':
-        summary += ' at %s' % ended_at(end)
-    if failed:
+    if ending['errors']:
+        ns.fail('The ring change %s was not confirmed, and putting back %s failed: %s. Those rings stay as the '
+                'change set them, recorded as this module\'s own: state=absent puts back the original.'
+                % (token, restores, '; '.join(ending['errors'])))
+    summary = 'the ring change %s was not confirmed; %sput back %s%s' % (
+        token, {'module': '', 'timer': 'the commit-confirm timer '}.get(by, 'a reboot '), restores,
+        {'module': ' now', 'timer': ' at %s' % (time.strftime('%F %T', time.localtime(ending['at']))
+                                                if ending['at'] else 'an unknown time')}.get(by, ''))
+    if ending['failed']:
         summary += (' (but could not put back the rings of %s, which stay as the change set them, recorded as this '
-                    'module\'s own: state=absent puts back the original)' % ', '.join(failed))
-    return ('restored_by_timer' if by == 'timer' else 'restored_by_reboot'), summary
+                    'module\'s own: state=absent puts back the original)' % ', '.join(ending['failed']))
+    return ending['outcome'], summary
 
 
-def end_pending(ns, pending, put_back, disarm=True):
-    """Forget the pending change and save the record.  The interfaces ``put_back`` are at the rings from before
-    the change again, so this module's own value is that one again (a rollback then puts back the original and
-    leaves no value someone else set).  ``disarm``: stop the timer (not the timer's own script while it runs).
-    The decision marker stays in the run directory (cleared at boot), so that a timer that fires late backs
-    off."""
+def end_pending(ns, pending, ending):
+    """Forget the pending change and save the record.  The interfaces the ``ending`` put back are at the rings from
+    before the change again, so this module's own value is that one again (a rollback then puts back the original
+    and leaves no value someone else set).  Returns the ending."""
     applied = ns.record.data.setdefault(APPLIED, {})
     for name, before, _after in pending['changes']:
-        if name in put_back:
+        if name in ending['restored']:
             applied['rings:' + name] = before
             ns.record.data.get(SETTLED, {}).pop('rings:' + name, None)
-    if disarm:
-        ns.timer.disarm(pending)
     ns.record.data.pop('pending', None)
     save(ns.record)
+    return ending
 
 
 def pending_change(ns, nothing, would):
@@ -595,15 +562,11 @@ def pending_change(ns, nothing, would):
     if not pending:
         ns.result['summary'] = nothing
         return None
-    ns.result['commit'] = public(pending, 'pending')
+    ns.result['commit'] = ns.timer.public(pending, 'pending')
     if ns.module.check_mode:
         ns.result.update(changed=True, summary=would % pending['token'])
         return None
     return pending
-
-
-def ended_at(end):
-    return time.strftime('%F %T', time.localtime(end['at'])) if end['at'] else 'an unknown time'
 
 
 def confirmed(ns):
@@ -611,8 +574,7 @@ def confirmed(ns):
     pending = pending_change(ns, 'no pending ring change to confirm', 'would confirm the ring change %s')
     if not pending:
         return
-    by = 'confirmed' if not ns.timer.stale(pending) and ns.timer.claim(pending, 'confirmed') else decided(ns, pending)
-    outcome, summary = finish(ns, pending, by)
+    outcome, summary = finish(ns, pending, ns.timer.decision(pending, take='confirmed'))
     ns.result.update(changed=True, outcome=outcome, summary=summary)
     ns.result['commit']['state'] = outcome
     if outcome != 'confirmed':
@@ -626,8 +588,7 @@ def reverted(ns):
     pending = pending_change(ns, 'no pending ring change', 'would put back the rings of change %s')
     if not pending:
         return
-    by = 'module' if not ns.timer.stale(pending) and ns.timer.claim(pending, 'module') else decided(ns, pending)
-    outcome, summary = finish(ns, pending, by)
+    outcome, summary = finish(ns, pending, ns.timer.decision(pending, take='module'))
     ns.result.update(changed=True, outcome=outcome, summary=summary)
     ns.result['commit']['state'] = outcome
 
@@ -841,7 +802,7 @@ def absent(ns):
             ns.diffs.append({'before': files.read_text(path) or '', 'after': saved.get('content') or '',
                              'before_header': path, 'after_header': path})
     ns.result['files'] = [path for path, _text in ns.writes]
-    log = os.path.join(ns.p['state_dir'], ns.timer.REVERT_LOG)     # the timer's log goes with the record
+    log = ns.timer.log_path     # the timer's log goes with the record
     ns.result['changed'] = bool(steps or ns.writes or ns.record.data or os.path.exists(log))
     ns.result['diff'] = [{'before': changes.describe_steps(steps, 'before'),
                           'after': changes.describe_steps(steps, 'after'),

@@ -6,17 +6,16 @@
 Pure functions (no host access) so that every decision the ``link_mtu`` module
 takes can be unit tested: which interfaces change and in which order, which
 limits apply (NIC, VLAN parent, bond and bridge members, cloud platform), what
-is refused and why, what the commit-confirm timer runs, and how a pending
-change ended (confirmed, restored by the timer, restored by the module).
+is refused and why; and the MTU's part of the commit-confirm timer (MtuSetting).
 """
 
-import json
 import re
-import shlex
-import time
 
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import commit
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common import ipnet
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common.bdp import show_value as _show
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common.links import PORT_MASTERS, PROPAGATING_MASTERS
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common.links import STACKED_KINDS, members
 
 MIN_MTU = 576           # the smallest datagram every IPv4 host must accept (RFC 791)
 MAX_MTU = 65535         # the largest IP packet
@@ -24,13 +23,6 @@ IPV6_MIN_MTU = 1280     # below this the kernel turns IPv6 off on the interface 
 ICMP_OVERHEAD = {4: 28, 6: 48}      # IP header + ICMP echo header
 TCP_OVERHEAD = {4: 40, 6: 60}       # IP header + TCP header without options
 TCP_TIMESTAMPS = 12                 # the timestamp option every segment carries when negotiated
-
-# Devices whose MTU cannot exceed the device they sit on.
-STACKED_KINDS = ('vlan', 'macvlan', 'macvtap', 'ipvlan', 'ipvtap')
-# Masters that set the MTU of their members themselves (the kernel propagates it).
-PROPAGATING_MASTERS = ('bond', 'team')
-# Masters whose ports must be raised one by one before the master.
-PORT_MASTERS = ('bridge', 'openvswitch')
 
 _HOSTNAME = re.compile(r'^(?=.{1,253}\.?$)(?!-)[A-Za-z0-9_-]{1,63}(?<!-)(\.(?!-)[A-Za-z0-9_-]{1,63}(?<!-))*\.?$')
 _IFNAME = re.compile(r'^[^\s/:]{1,15}$')
@@ -156,10 +148,6 @@ def parse_links(data):
             'operstate': item.get('operstate'),
         }
     return links
-
-
-def members(links, master):
-    return sorted(name for name, link in links.items() if link.get('master') == master)
 
 
 def describe_link(link):
@@ -373,91 +361,29 @@ def diff_text(entries, key):
 
 # ----------------------------------------------------------------------------- commit-confirm
 
-def revert_script(token, revert_steps, decided_dir, log_path, deadline):
-    """The shell script the commit-confirm timer runs: claim the decision, restore, record.
+class MtuSetting(commit.Setting):
+    """The MTU for the commit-confirm timer (module_utils/common/commit.py): set with ``ip link set``, by the module
+    through ``run_ip`` and by the timer's script; its files keep the names of jumbo_mtu (the role) and the units
+    bdp-wan-tune-mtu-TOKEN, as hosts already have them."""
 
-    Whoever creates ``decided_dir`` first (this script or the module confirming/restoring) decides;
-    the other backs off.  ``mkdir`` is atomic, so a confirmation that races the timer is safe.
-
-    The script is constant code: every value (token, paths, interface names, MTUs, the JSON-encoded
-    parts of the record) reaches it as data, in single-quoted assignments and positional parameters,
-    so no value is ever parsed as shell code, a printf format or a break in the JSON record.
-    """
-    steps = [(str(name), int(mtu)) for name, _current, mtu in revert_steps]
-    restores = ' '.join('%s=%d' % step for step in steps)
-    values = [str(token), str(decided_dir), str(log_path)] + [name for name, _mtu in steps]
-    if any('\0' in value for value in values):
-        raise ValueError('A NUL byte cannot be passed to the commit-confirm script.')
-    words = []
-    for name, mtu in steps:
-        # name as ip gets it, the MTU, and the name JSON-escaped for the "failed" field of the record
-        words += [name, str(mtu), json.dumps(name)[1:-1]]
-    lines = [
-        '#!/bin/sh',
-        # json.dumps: ASCII only and no line breaks, so a value cannot leave the comment
-        '# bdp.wan_tune.jumbo_mtu commit-confirm for change %s.' % json.dumps(str(token)),
-        '# Unless the change is confirmed before %s, restore: %s'
-        % (time.strftime('%Y-%m-%d %H:%M:%S %Z', time.localtime(deadline)), json.dumps(restores)),
-    ]
-    lines += ['#   ip link set dev %s mtu %d' % (_comment_word(name), mtu) for name, mtu in steps]
-    lines += [
-        'PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
-        'token=%s' % shlex.quote(str(token)),
-        'decided=%s' % shlex.quote(str(decided_dir)),
-        'log=%s' % shlex.quote(str(log_path)),
-        'restored=%s' % shlex.quote(restores),
-        'token_json=%s' % shlex.quote(json.dumps(str(token))),
-        'restored_json=%s' % shlex.quote(json.dumps(restores)),
-        # (name, mtu, JSON-escaped name) per step, in the order to restore
-        'set --' + ''.join(' ' + shlex.quote(word) for word in words),
-        'mkdir -- "$decided" 2>/dev/null || exit 0',
-        'echo timer > "$decided/by"',
-        'rc=0',
-        'failed=""',
-        'while [ "$#" -ge 3 ]; do',
-        '    ip link set dev "$1" mtu "$2" || { rc=1; failed="$failed${failed:+ }$3"; }',
-        '    shift 3',
-        'done',
-        'now=$(date +%s)',
-        'case $now in ""|*[!0-9]*) now=null ;; esac',
-        'printf \'{"token": %s, "by": "timer", "at": %s, "restored": %s, "rc": %s, "failed": "%s"}\\n\' '
-        '"$token_json" "$now" "$restored_json" "$rc" "$failed" >> "$log"',
-        'logger -t bdp-wan-tune "jumbo_mtu: change $token not confirmed in time; restored $restored (rc $rc)" '
-        '2>/dev/null || true',
-        'exit $rc',
-        '',
-    ]
-    return '\n'.join(lines)
+    NAME, UNIT_PREFIX, WHAT = 'jumbo_mtu', 'bdp-wan-tune-mtu-', 'MTU'
+    SOURCE = '''import subprocess
 
 
-def _comment_word(text):
-    """``text`` for a comment line: shell-quoted when printable ASCII, else JSON-escaped; never a line break."""
-    if re.match(r'^[\x20-\x7e]+$', text):
-        return shlex.quote(text)
-    return json.dumps(text)
+def set_value(name, mtu):
+    subprocess.check_call(['ip', 'link', 'set', 'dev', name, 'mtu', '%d' % mtu])
+'''
 
+    def __init__(self, run_ip):
+        self.run_ip = run_ip
 
-def outcome(pending, decided_by, records, now=None):
-    """How a pending change ended, from the decision marker and the timer's records.
+    def set(self, name, value):
+        self.run_ip(['link', 'set', 'dev', name, 'mtu', str(value)])
 
-    Returns {'state': 'pending'|'confirmed'|'restored_by_timer'|'restored_by_module', 'at': epoch or None,
-    'record': the timer's record or None, 'late_by': seconds past the deadline or None}.
-    """
-    now = time.time() if now is None else now
-    token = (pending or {}).get('token')
-    record = None
-    for item in records or []:
-        if item.get('token') == token:
-            record = item
-    if decided_by is None:
-        late = now - pending['deadline'] if pending and now > pending.get('deadline', now) else None
-        return {'state': 'pending', 'at': None, 'record': None, 'late_by': late}
-    if decided_by == 'timer':
-        return {'state': 'restored_by_timer', 'at': record.get('at') if record else None, 'record': record,
-                'late_by': None}
-    if decided_by == 'module':
-        return {'state': 'restored_by_module', 'at': None, 'record': record, 'late_by': None}
-    return {'state': 'confirmed', 'at': None, 'record': record, 'late_by': None}
+    @staticmethod
+    def describe(steps):
+        """'eth0.100=1500 eth0=1500': the MTUs put back, in their order (the revert log's "restored")."""
+        return ' '.join('%s=%d' % (name, previous) for name, _current, previous in steps)
 
 
 def proof_verdict(results):

@@ -13,8 +13,8 @@ import os
 import socket
 
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common import files
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import links as stacking
 from ansible_collections.bdp.wan_tune.plugins.module_utils.mtu import linkmtu
-from ansible_collections.bdp.wan_tune.plugins.module_utils.nic import survey
 
 DMI_DIR = '/sys/class/dmi/id'
 DMI_KEYS = ('sys_vendor', 'product_name', 'product_version', 'bios_vendor', 'bios_version', 'chassis_asset_tag')
@@ -171,8 +171,8 @@ def platform(choice, max_mtu=None):
                 'note': note}
     dmi = dict((key, files.read_text(os.path.join(DMI_DIR, key)) or '') for key in DMI_KEYS)
     try:
-        names = os.listdir(survey.SYS_CLASS_NET)
+        names = os.listdir(stacking.SYS_CLASS_NET)
     except OSError:
         names = []
-    drivers = dict((name, survey.driver(name, survey.SYS_CLASS_NET)) for name in names)
+    drivers = dict((name, stacking.driver(name, stacking.SYS_CLASS_NET)) for name in names)
     return linkmtu.cloud_platform(dmi, dict((name, found) for name, found in drivers.items() if found))

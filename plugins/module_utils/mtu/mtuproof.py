@@ -23,9 +23,9 @@ import struct
 import sys
 import time
 
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import commit
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common import files
 from ansible_collections.bdp.wan_tune.plugins.module_utils.mtu import linkmtu
-from ansible_collections.bdp.wan_tune.plugins.module_utils.mtu import mtutimer
 
 IP_MTU_DISCOVER = 10
 IP_PMTUDISC_PROBE = 3
@@ -423,7 +423,7 @@ while time.time() < end:
 class Listener(object):
     """The one-off LISTENER on this host, for the peers' proofs: started detached, found by its pid file.
 
-    The pid file lives in the run directory (mtutimer.RUN_DIR); the listener's command line carries
+    The pid file lives in the run directory (commit.RUN_DIR); the listener's command line carries
     LISTENER_MARK, so a stale pid file never makes this stop another process.
     """
 
@@ -433,7 +433,7 @@ class Listener(object):
 
     @staticmethod
     def pid_file():
-        return os.path.join(mtutimer.RUN_DIR, LISTENER_PID)
+        return os.path.join(commit.RUN_DIR, LISTENER_PID)
 
     def stop(self):
         """Stop the listener if one runs; True when one was stopped."""
@@ -459,9 +459,9 @@ class Listener(object):
         """(Re)start the listener for ``peers`` (their addresses only); returns what the module reports."""
         self.stop()
         allowed = ','.join(sorted(set(peer['address'] for peer in peers))) or '-'
-        pid, pipe = mtutimer.spawn_detached([sys.executable or '/usr/bin/python3', '-c', LISTENER,
-                                             str(self.port), str(self.lifetime), allowed,
-                                             str(4 * 2 ** 20), LISTENER_MARK], ready_pipe=True)
+        pid, pipe = commit.spawn_detached([sys.executable or '/usr/bin/python3', '-c', LISTENER, str(self.port),
+                                           str(self.lifetime), allowed, str(4 * 2 ** 20), LISTENER_MARK],
+                                          ready_pipe=True)
         line = b''
         deadline = time.time() + 15
         while not line.endswith(b'\n') and time.time() < deadline:
@@ -474,9 +474,9 @@ class Listener(object):
         os.close(pipe)
         line = line.decode(errors='replace').strip()
         if not line.startswith('ready'):
-            mtutimer.reap(pid)
+            commit.reap(pid)
             return {'running': False, 'port': self.port, 'error': line or 'exited at once'}
-        mtutimer.ensure_run_dir()
+        commit.ensure_run_dir()
         with open(self.pid_file(), 'w') as handle:
             handle.write('%d %d\n' % (pid, self.port))
         return {'running': True, 'port': self.port, 'pid': pid, 'allowed': allowed.split(',')}

@@ -15,12 +15,12 @@ import glob
 import os
 
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common import files
-from ansible_collections.bdp.wan_tune.plugins.module_utils.mtu import linkmtu
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import links as stacking
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common.links import SYS_CLASS_NET, driver
 from ansible_collections.bdp.wan_tune.plugins.module_utils.nic import ethtool
 from ansible_collections.bdp.wan_tune.plugins.module_utils.tuning import pathprobe
 from ansible_collections.bdp.wan_tune.plugins.module_utils.tuning import qdisc
 
-SYS_CLASS_NET = '/sys/class/net'
 CPU_DIR = '/sys/devices/system/cpu'
 PROC = '/proc'
 # The interface's own drop counters (/sys/class/net/NAME/statistics): missed for want of a ring slot, dropped by
@@ -41,14 +41,6 @@ def read_int(path):
     try:
         return int(text.strip()) if text is not None else None
     except ValueError:
-        return None
-
-
-def driver(name, sys_class_net=SYS_CLASS_NET):
-    """The kernel driver of interface ``name`` (the link /sys/class/net/NAME/device/driver), None for a virtual one."""
-    try:
-        return os.path.basename(os.readlink(os.path.join(sys_class_net, name, 'device', 'driver')))
-    except OSError:
         return None
 
 
@@ -88,10 +80,10 @@ def carriers(links, requested):
         found.append((name, reason))
         link_ = links.get(name) or {}
         kind = link_.get('kind')
-        if kind in linkmtu.STACKED_KINDS and link_.get('parent') in links:
+        if kind in stacking.STACKED_KINDS and link_.get('parent') in links:
             queue.append((link_['parent'], 'parent of %s %s' % (kind, name)))
-        elif kind in linkmtu.PROPAGATING_MASTERS + linkmtu.PORT_MASTERS:
-            queue.extend((member, 'member of %s %s' % (kind, name)) for member in linkmtu.members(links, name))
+        elif kind in stacking.PROPAGATING_MASTERS + stacking.PORT_MASTERS:
+            queue.extend((member, 'member of %s %s' % (kind, name)) for member in stacking.members(links, name))
     return found
 
 

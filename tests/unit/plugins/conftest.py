@@ -245,8 +245,9 @@ def _ip_netns(name, *args):
 @pytest.fixture
 def netns():
     """A throwaway network namespace (nothing in it: no address, no route, nothing is sent), removed afterwards;
-    the test is skipped where ``ip netns`` is not permitted."""
-    name = 'bdp-test-%s' % uuid.uuid4().hex[:8]
+    the test is skipped where ``ip netns`` is not permitted.  Its name is BDP_TEST_NETNS_PREFIX (default
+    ``bdp-test-``) and a random part, so that a run beside another one can tell its namespaces apart."""
+    name = '%s%s' % (os.environ.get('BDP_TEST_NETNS_PREFIX', 'bdp-test-'), uuid.uuid4().hex[:8])
     try:
         made = subprocess.run(['ip', 'netns', 'add', name], capture_output=True, text=True, check=False)
     except OSError as exc:

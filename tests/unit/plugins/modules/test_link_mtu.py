@@ -2,21 +2,23 @@
 # Copyright: (c) 2026, bdp.wan_tune contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """link_mtu in-process against a fake ``ip``: preflight errors change nothing, check mode, the commit-confirm
-decisions (confirm, too late, revert) and the undo.  Probes are replaced by a fake path."""
+decisions (confirm, too late, revert) and the undo.  Probes are replaced by a fake path; the commit-confirm timer is
+the ``timers`` fixture's (its time up is the timer's own work, run here against the fake ``ip``)."""
 
 from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
+import time
 
 import pytest
 
 from ansible.module_utils import basic
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import commit
+from ansible_collections.bdp.wan_tune.plugins.module_utils.mtu import linkmtu
 from ansible_collections.bdp.wan_tune.plugins.module_utils.mtu import mtuplan
 from ansible_collections.bdp.wan_tune.plugins.module_utils.mtu import mtuproof
-from ansible_collections.bdp.wan_tune.plugins.module_utils.mtu import mtutimer
 from ansible_collections.bdp.wan_tune.plugins.modules import link_mtu
 
 
@@ -78,7 +80,7 @@ class FakeHost(object):
 
 
 @pytest.fixture
-def host(monkeypatch, tmp_path):
+def host(monkeypatch, tmp_path, timers):
     fake = FakeHost()
     monkeypatch.setattr(basic.AnsibleModule, 'run_command', lambda self, args, **kw: fake.run_command(args, **kw))
     real_bin = basic.AnsibleModule.get_bin_path
@@ -96,31 +98,15 @@ def host(monkeypatch, tmp_path):
     monkeypatch.setattr(mtuplan, 'platform', lambda choice, max_mtu=None: None)
     monkeypatch.setattr(mtuproof.Listener, 'start', lambda self, peers: {'running': False})
     fake.state_dir = str(tmp_path / 'state')
-    fake.run_dir = str(tmp_path / 'run')
-    monkeypatch.setattr(mtutimer, 'RUN_DIR', fake.run_dir)      # a patched constant: not an option of the module
-    # The process timer would run its script on this machine after the timeout: start a harmless
-    # stand-in with the script's path in its command line instead (disarm finds and kills it by that).
-    real_spawn = mtutimer.spawn_detached
-    started = []
+    fake.run_dir = timers.run_dir
+    fake.timers = timers
+    return fake
 
-    def spawn(argv, ready_pipe=False):
-        if argv[:2] == ['/bin/sh', '-c'] and argv[2].startswith('sleep '):
-            argv = ['/bin/sh', '-c', 'sleep 300', argv[3]]
-        pid, pipe = real_spawn(argv, ready_pipe)
-        started.append(pid)
-        return pid, pipe
 
-    monkeypatch.setattr(mtutimer, 'spawn_detached', spawn)
-    yield fake
-    for pid in started:
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except OSError:
-            pass
-        try:
-            os.waitpid(pid, 0)
-        except OSError:
-            pass
+def fire(host):
+    """The timer of the pending change: its time is up (the timer's own work, against the fake ``ip``)."""
+    setting = linkmtu.MtuSetting(lambda args, check=True: host.run_command(['/sbin/ip'] + args))
+    return host.timers.fire(host.state_dir, setting, state_of(host)['pending'])
 
 
 def args(host, **extra):
@@ -180,19 +166,20 @@ def test_change_prove_confirm_then_nothing_to_do(run_module, host):
     assert host.sets() == [['wan0', 'mtu', '9000']] and host.mtu('wan0') == 9000
     commit = result['commit']
     assert commit['method'] == 'process' and commit['state'] == 'pending' and commit['timeout'] == 60
-    script = os.path.join(host.run_dir, 'jumbo_mtu-%s.sh' % commit['token'])
-    # the timer restores wan0 to 1500: the step is passed to the script's loop as data
-    assert '\nset -- wan0 1500 wan0\n' in open(script).read()
+    script = os.path.join(host.run_dir, 'jumbo_mtu-%s.py' % commit['token'])
+    # the timer restores wan0 to 1500: the step reaches the script as data
+    assert '"steps": [["wan0", 1500]]' in open(script).read() and commit['restores'] == 'wan0=1500'
+    assert host.timers.running(commit['pid'])
     assert 'path proven to 198.18.0.2' in result['summary']
     assert state_of(host)['pending']['token'] == commit['token']
     assert state_of(host)['original'] == {'wan0': 1500}
 
     confirmed = run_module(link_mtu.main, {'state': 'confirmed', 'state_dir': host.state_dir})
     assert confirmed['changed'] and confirmed['outcome'] == 'confirmed'
-    assert not os.path.exists(script)                       # disarmed: the timer's script is gone
+    assert not os.path.exists(script) and not host.timers.running(commit['pid'])      # disarmed
     state = state_of(host)
     assert state['pending'] is None and state['committed'] == {'wan0': 9000}
-    assert os.listdir(host.run_dir) == []
+    assert host.timers.left() == [] and os.listdir(host.run_dir) == ['jumbo_mtu-%s.decided' % commit['token']]
 
     again = run_module(link_mtu.main, args(host))
     assert not again['changed'] and again['summary'] == 'nothing to change; verified 198.18.0.2 at 9000 bytes'
@@ -211,7 +198,7 @@ def test_failed_proof_restores_and_names_the_sizes(run_module, host):
     state = state_of(host)
     assert state['pending'] is None and state['original'] == {}
     assert state['history'][-1]['outcome'] == 'restored_by_module'
-    assert os.listdir(host.run_dir) == []                   # timer script and decision marker gone
+    assert host.timers.left() == []                         # the timer's script and pid file gone
 
 
 def test_unhealthy_path_is_refused_before_the_change(run_module, host):
@@ -233,18 +220,15 @@ def test_two_phases_prove_a_pending_change(run_module, host):
 def test_confirmation_after_the_timer_fired_is_too_late(run_module, host):
     result = run_module(link_mtu.main, args(host, prove=False))
     token = result['commit']['token']
-    # what the timer's script does: claim the decision, restore, record
-    os.mkdir(os.path.join(host.run_dir, 'jumbo_mtu-%s.decided' % token))
-    with open(os.path.join(host.run_dir, 'jumbo_mtu-%s.decided' % token, 'by'), 'w') as handle:
-        handle.write('timer\n')
-    with open(os.path.join(host.state_dir, 'jumbo_mtu-reverts.log'), 'w') as handle:
-        handle.write(json.dumps({'token': token, 'by': 'timer', 'at': 1795317238, 'restored': 'wan0=1500'}) + '\n')
-    host.run_command(['/sbin/ip', 'link', 'set', 'dev', 'wan0', 'mtu', '1500'])
+    record = fire(host)
+    assert (record['token'], record['restored'], record['rc'], host.mtu('wan0')) == (token, 'wan0=1500', 0, 1500)
     late = run_module(link_mtu.main, {'state': 'confirmed', 'state_dir': host.state_dir})
     assert late['failed'] and late['outcome'] == 'restored_by_timer'
     assert late['msg'].startswith('Too late: the commit-confirm timer of change %s restored the previous MTUs '
-                                  '(wan0 1500)' % token)
-    assert state_of(host)['pending'] is None
+                                  '(wan0 1500) at %s, 60 s after the change, before this confirmation.'
+                                  % (token, time.strftime('%F %T', time.localtime(record['at'])))), late['msg']
+    assert state_of(host)['pending'] is None and state_of(host)['original'] == {}
+    assert host.timers.running(result['commit']['pid'])     # its own script is not stopped (it runs, or ended)
 
 
 def test_reverted_after_a_lost_connection(run_module, host):
@@ -253,7 +237,10 @@ def test_reverted_after_a_lost_connection(run_module, host):
     assert reverted['changed'] and reverted['outcome'] == 'restored_by_module'
     assert reverted['restored'] == {'wan0': 1500} and host.mtu('wan0') == 1500
     assert 'was not confirmed; restored wan0 1500 now' in reverted['summary']
-    assert not os.path.exists(os.path.join(host.run_dir, 'jumbo_mtu-%s.sh' % result['commit']['token']))
+    assert not os.path.exists(os.path.join(host.run_dir, 'jumbo_mtu-%s.py' % result['commit']['token']))
+    log = [json.loads(line) for line in open(os.path.join(host.state_dir, 'jumbo_mtu-reverts.log'))]
+    assert log == [{'token': result['commit']['token'], 'by': 'module', 'at': log[0]['at'], 'restored': 'wan0=1500',
+                    'rc': 0, 'failed': ''}]
     again = run_module(link_mtu.main, {'state': 'reverted', 'state_dir': host.state_dir})
     assert not again['changed'] and 'ended restored by module' in again['summary']
 
@@ -284,3 +271,38 @@ def test_a_second_change_waits_for_the_pending_one(run_module, host):
     assert host.mtu('wan0') == 9000
     run_module(link_mtu.main, {'state': 'reverted', 'state_dir': host.state_dir})
     assert host.mtu('wan0') == 1500
+
+
+def test_a_confirmation_cut_short_is_finished_not_undone(run_module, host):
+    """state=confirmed took the decision, then its task timed out: the next call commits the change."""
+    run_module(link_mtu.main, args(host, prove=False))
+    assert commit.Timer.claim(state_of(host)['pending'], 'confirmed')
+    reverted = run_module(link_mtu.main, {'state': 'reverted', 'state_dir': host.state_dir})
+    assert reverted['outcome'] == 'confirmed' and not reverted['changed'] and host.mtu('wan0') == 9000
+    assert state_of(host)['committed'] == {'wan0': 9000} and state_of(host)['original'] == {'wan0': 1500}
+    assert host.timers.left() == []
+    assert run_module(link_mtu.main, {'state': 'absent', 'state_dir': host.state_dir})['restored'] == {'wan0': 1500}
+
+
+def test_the_next_run_finds_what_the_timer_did_and_changes_again(run_module, host):
+    token = run_module(link_mtu.main, args(host, prove=False))['commit']['token']
+    fire(host)
+    again = run_module(link_mtu.main, args(host))
+    assert again['rc'] == 0 and again['changed'] and again['commit']['token'] != token
+    assert any(text.startswith('Change %s was not confirmed; the commit-confirm timer restored wan0 1500 at '
+                               % token) and text.endswith(', before this run; it is not in effect.')
+               for text in again['warning_msgs']), again['warning_msgs']
+    assert [item['outcome'] for item in state_of(host)['history']] == ['restored_by_timer']
+
+
+def test_a_change_from_before_a_reboot_ended_with_the_boot(run_module, host):
+    run_module(link_mtu.main, args(host, prove=False))
+    state = state_of(host)
+    state['pending']['boot_id'] = 'an-earlier-boot'
+    with open(os.path.join(host.state_dir, 'jumbo_mtu.json'), 'w') as handle:
+        json.dump(state, handle)
+    host.run_command(['/sbin/ip', 'link', 'set', 'dev', 'wan0', 'mtu', '1500'])     # what the boot brought up
+    reverted = run_module(link_mtu.main, {'state': 'reverted', 'state_dir': host.state_dir})
+    assert reverted['outcome'] == 'restored_by_reboot' and reverted['commit']['state'] == 'restored_by_reboot'
+    assert reverted['summary'].endswith('was not confirmed; the host has rebooted since, which restored wan0 1500')
+    assert host.sets() == [['wan0', 'mtu', '9000'], ['wan0', 'mtu', '1500']] and host.timers.left() == []

@@ -14,13 +14,14 @@ import signal
 import struct
 import subprocess
 import sys
+import time
 
 import pytest
 
 from ansible.module_utils import basic
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import commit
 from ansible_collections.bdp.wan_tune.plugins.module_utils.mtu import mtuplan
-from ansible_collections.bdp.wan_tune.plugins.module_utils.mtu import mtutimer
-from ansible_collections.bdp.wan_tune.plugins.module_utils.nic import commit
+from ansible_collections.bdp.wan_tune.plugins.module_utils.nic import commit as nic_commit
 from ansible_collections.bdp.wan_tune.plugins.module_utils.nic import ethtool
 from ansible_collections.bdp.wan_tune.plugins.module_utils.nic import linkfile
 from ansible_collections.bdp.wan_tune.plugins.module_utils.nic import survey
@@ -390,28 +391,10 @@ def test_refuses_while_a_migration_unit_runs(run_module, host):
 
 
 @pytest.fixture
-def timer(host, monkeypatch, tmp_path):
-    """The commit-confirm timer as a process, with the run directory below tmp_path; the detached process is a
-    harmless stand-in with the script's path in its command line (disarm finds and kills it by that)."""
-    run_dir = str(tmp_path / 'run')
-    monkeypatch.setattr(mtutimer, 'RUN_DIR', run_dir)
-    real_spawn, started = mtutimer.spawn_detached, []
-
-    def spawn(argv, ready_pipe=False):
-        assert argv[:2] == ['/bin/sh', '-c'] and argv[2].startswith('sleep ') and argv[4] == sys.executable, argv
-        pid, pipe = real_spawn(['/bin/sh', '-c', 'sleep 300', argv[3]], ready_pipe)
-        started.append(pid)
-        return pid, pipe
-
-    monkeypatch.setattr(mtutimer, 'spawn_detached', spawn)
-    host.run_dir = run_dir
-    yield started
-    for pid in started:
-        for call in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.waitpid(pid, 0)):
-            try:
-                call()
-            except OSError:
-                pass
+def timer(host, timers):
+    """The commit-confirm timers of the test (the ``timers`` fixture); their stand-ins' pids."""
+    host.run_dir, host.timers = timers.run_dir, timers
+    return timers.started
 
 
 def timer_running(pid):
@@ -419,16 +402,17 @@ def timer_running(pid):
 
 
 def run_files(host):
-    """What the run directory holds besides the decision markers (which stay until boot, so that a timer that fires
-    late backs off)."""
-    return [name for name in os.listdir(host.run_dir) if not name.endswith('.decided')]
+    return host.timers.left()
+
+
+def fire(host):
+    """The timer of the pending ring change: its time is up (the timer's own work, against the fake ioctl)."""
+    return host.timers.fire(host.state_dir, nic_commit.Rings(), read_record(host)['pending'])
 
 
 def decide(host, token, by):
-    """What the timer's script (by='timer') or a call cut short does first: take the decision."""
-    os.mkdir(os.path.join(host.run_dir, 'nic-%s.decided' % token))
-    with open(os.path.join(host.run_dir, 'nic-%s.decided' % token, 'by'), 'w') as handle:
-        handle.write(by + '\n')
+    """What a call cut short after taking the decision leaves: the decision taken (by='confirmed' or 'module')."""
+    assert commit.Timer.claim({'decided': os.path.join(host.run_dir, 'nic-%s.decided' % token)}, by)
 
 
 def control_run(run_module, host, **extra):
@@ -503,15 +487,15 @@ def test_not_confirmed_the_module_puts_the_rings_back(run_module, host, timer):
 def test_the_timer_put_the_rings_back_before_the_confirmation(run_module, host, timer):
     result = control_run(run_module, host)
     token = result['commit']['token']
-    # what the timer's script does: claim the decision, put the rings back, log
-    os.mkdir(os.path.join(host.run_dir, 'nic-%s.decided' % token))
-    open(os.path.join(host.run_dir, 'nic-%s.decided' % token, 'by'), 'w').write('timer\n')
-    ethtool.set_rings('ens4', 256, 256)
+    record = fire(host)
+    assert (record['token'], record['rc'], rings(host, 'ens4')) == (token, 0, (256, 4096, 256, 4096))
     late = run_module(nic_settings.main, args(host, state='confirmed'))
     assert late['rc'] == 1 and late['outcome'] == 'restored_by_timer'
     assert late['msg'].startswith('Too late: the ring change %s was not confirmed; the commit-confirm timer put back '
-                                  'ens4 rx 256 tx 256 at an unknown time, before this confirmation (the timer was '
-                                  'armed for 120 s); nothing was persisted.' % token), late['msg']
+                                  'ens4 rx 256 tx 256 at %s, before this confirmation (the timer was armed for 120 s); '
+                                  'nothing was persisted.' % (token, time.strftime('%F %T', time.localtime(
+                                      record['at'])))), late['msg']
+    assert timer_running(timer[0])      # the timer's own script is not stopped (it runs, or has ended)
     assert not os.path.exists(host.link_dir) and 'pending' not in read_record(host)
     # the next run plans again from what the host has, under a new timer
     again = control_run(run_module, host)
@@ -521,8 +505,7 @@ def test_the_timer_put_the_rings_back_before_the_confirmation(run_module, host, 
 def test_a_timer_decision_seen_by_the_next_run_is_warned_and_planned_again(run_module, host, timer):
     result = control_run(run_module, host)
     token = result['commit']['token']
-    os.mkdir(os.path.join(host.run_dir, 'nic-%s.decided' % token))
-    ethtool.set_rings('ens4', 256, 256)
+    fire(host)
     again = control_run(run_module, host)
     assert again['rc'] == 0 and again['commit']['token'] != token
     assert any('The ring change %s was not confirmed; the commit-confirm timer put back ens4 rx 256 tx 256' % token
@@ -536,8 +519,8 @@ def test_after_the_timer_put_back_a_later_change_the_rollback_still_reaches_the_
     run_module(nic_settings.main, args(host, state='confirmed'))
     lower = control_run(run_module, host, rings='1024')
     assert lower['commit']['restores'] == 'ens4 rx 4096 tx 4096' and rings(host, 'ens4')[0] == 1024
-    os.mkdir(os.path.join(host.run_dir, 'nic-%s.decided' % lower['commit']['token']))
-    ethtool.set_rings('ens4', 4096, 4096)
+    fire(host)
+    assert rings(host, 'ens4') == (4096, 4096, 4096, 4096)
     assert run_module(nic_settings.main, args(host, state='reverted'))['outcome'] == 'restored_by_timer'
     result = run_module(nic_settings.main, args(host, state='absent'))
     assert result['rc'] == 0 and not result['warning_msgs'] and rings(host, 'ens4') == (256, 4096, 256, 4096)
@@ -588,11 +571,9 @@ def test_a_put_back_that_fails_keeps_the_rings_as_the_modules_own(run_module, ho
 
 
 def test_a_timer_that_could_not_put_back_says_so_and_the_rollback_still_does(run_module, host, timer):
-    token = control_run(run_module, host)['commit']['token']
-    decide(host, token, 'timer')
-    with open(os.path.join(host.state_dir, 'nic-reverts.log'), 'a') as handle:
-        handle.write(json.dumps({'token': token, 'by': 'timer', 'at': 1795000000, 'restored': 'ens4 rx 256 tx 256',
-                                 'rc': 1, 'failed': 'ens4'}) + '\n')
+    control_run(run_module, host)
+    host.fail[('ens4', ethtool.ETHTOOL_SRINGPARAM)] = errno.EIO
+    assert (fire(host)['rc'], fire(host)) == (1, None)        # failed; a second run backs off
     late = run_module(nic_settings.main, args(host, state='confirmed'))
     assert late['rc'] == 1 and ('(but could not put back the rings of ens4, which stay as the change set them, '
                                 'recorded as this module\'s own: state=absent puts back the original)' in late['msg'])
@@ -650,21 +631,22 @@ def test_coalescing_and_txqueuelen_on_the_control_interface_need_no_timer(run_mo
     assert kept['interfaces']['ens4']['coalescing']['status'] == 'changed'
 
 
-def test_the_timer_script_claims_puts_back_and_logs(tmp_path):
-    """The script the timer runs, for real: it carries the module's own ioctl code; an interface that is not there
-    makes the ioctl fail (nothing is changed on this machine), which the record shows; a second run backs off."""
-    decided, log = tmp_path / 'decided', tmp_path / 'nic-reverts.log'
+def test_the_timer_script_claims_puts_back_and_logs(tmp_path, monkeypatch):
+    """The script the timer runs, for real: it carries the module's own ioctl code and imports what it uses; an
+    interface that is not there makes the ioctl fail (nothing is changed on this machine), which the record shows;
+    a second run backs off."""
+    monkeypatch.setattr(commit, 'RUN_DIR', str(tmp_path))
+    timer = commit.Timer(None, str(tmp_path), nic_commit.Rings())
     script = tmp_path / 'nic.py'
-    script.write_text(commit.revert_script('t-1', [('bdp-none0', {'rx': 1, 'tx': 1}, {'rx': 256, 'tx': 512})],
-                                           str(decided), str(log), 0))
-    first = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=False)
+    script.write_text(timer.script('t-1', [('bdp-none0', {'rx': 1, 'tx': 1}, {'rx': 256, 'tx': 512})], 0))
+    first = subprocess.run([sys.executable, '-I', str(script)], capture_output=True, text=True, check=False)
     assert first.returncode == 1, first.stderr
-    assert (decided / 'by').read_text() == 'timer\n'
-    record = json.loads(log.read_text())
+    assert (tmp_path / 'nic-t-1.decided' / 'by').read_text() == 'timer\n'
+    record = json.loads((tmp_path / 'nic-reverts.log').read_text())
     assert (record['token'], record['by'], record['rc'], record['failed'], record['restored']) == (
         't-1', 'timer', 1, 'bdp-none0', 'bdp-none0 rx 256 tx 512')
-    second = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=False)
-    assert second.returncode == 0 and len(log.read_text().splitlines()) == 1
+    second = subprocess.run([sys.executable, '-I', str(script)], capture_output=True, text=True, check=False)
+    assert second.returncode == 0 and len((tmp_path / 'nic-reverts.log').read_text().splitlines()) == 1
 
 
 def test_a_failing_set_puts_back_the_one_before(run_module, host):

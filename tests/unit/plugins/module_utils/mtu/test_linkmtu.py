@@ -9,9 +9,11 @@ import json
 import os
 import stat
 import subprocess
+import sys
 
 import pytest
 
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import commit
 from ansible_collections.bdp.wan_tune.plugins.module_utils.mtu import linkmtu
 
 
@@ -300,21 +302,24 @@ def test_no_cloud_limit_elsewhere(dmi):
 # --------------------------------------------------------------------------- commit-confirm
 
 @pytest.fixture
-def fake_ip(tmp_path):
-    """A bin directory with an ``ip`` that logs its argv; returns (bindir, logfile).
+def fake_ip(tmp_path, monkeypatch):
+    """A bin directory with an ``ip`` that logs its argv, first on the PATH the timer's script sets; returns the log.
 
-    Each call is logged as its argument count and then one argument per line (interface names cannot
-    contain a newline), so the test sees the exact words ``ip`` got, not a re-split string.  It fails
-    (exit 2) for the interface named in ``$FAKE_IP_FAIL``.
+    Each call is logged as its argument count and then one argument per line (interface names cannot contain a
+    newline), so the test sees the exact words ``ip`` got.  It fails (exit 2) for the interface named in its
+    second line of ``fail``.
     """
     bindir = tmp_path / 'bin'
     bindir.mkdir()
-    log = tmp_path / 'ip.log'
+    log, fail = tmp_path / 'ip.log', tmp_path / 'fail'
     script = bindir / 'ip'
     script.write_text('#!/bin/sh\nprintf \'%%s\\n\' "$#" "$@" >> \'%s\'\n'
-                      '[ -n "${FAKE_IP_FAIL:-}" ] && [ "$4" = "$FAKE_IP_FAIL" ] && exit 2\nexit 0\n' % log)
+                      '[ -e \'%s\' ] && [ "$4" = "$(cat \'%s\')" ] && exit 2\nexit 0\n' % (log, fail, fail))
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
-    return str(bindir), log
+    monkeypatch.setattr(commit, 'PATH', '%s:%s' % (bindir, commit.PATH))
+    monkeypatch.setattr(commit, 'RUN_DIR', str(tmp_path / 'run'))
+    os.mkdir(commit.RUN_DIR)
+    return log, fail
 
 
 def ip_calls(log):
@@ -327,166 +332,31 @@ def ip_calls(log):
     return calls
 
 
-def script_for(tmp_path, fake_bin, steps, token='T1', decided=None, log=None):
-    decided = decided or str(tmp_path / 'run' / 'jumbo_mtu-T1.decided')
-    os.makedirs(os.path.dirname(decided), exist_ok=True)
-    log = log or str(tmp_path / 'reverts.log')
-    text = linkmtu.revert_script(token, steps, decided, log, deadline=0)
-    # run it against the fake ip (the real script pins PATH to the system directories)
-    assert text.count('PATH=/usr/local/sbin:') == 1
-    text = text.replace('PATH=/usr/local/sbin:', 'PATH=%s:/usr/local/sbin:' % fake_bin)
-    path = tmp_path / 'revert.sh'
-    path.write_text(text, encoding='utf-8')
-    return str(path), decided, log
-
-
-def run_script(path, tmp_path, fail=None):
-    env = dict(os.environ, FAKE_IP_FAIL=fail or '')
-    return subprocess.run(['sh', path], cwd=str(tmp_path), env=env, capture_output=True, check=False)
-
-
-def test_revert_script_restores_in_order_records_and_claims_the_decision(tmp_path, fake_ip):
-    steps = [('eth0.100', 9000, 1500), ('eth0', 9000, 1500)]
-    path, decided, log = script_for(tmp_path, fake_ip[0], steps)
-    assert subprocess.run(['sh', path], check=False).returncode == 0
-    assert ip_calls(fake_ip[1]) == [['link', 'set', 'dev', 'eth0.100', 'mtu', '1500'],
-                                    ['link', 'set', 'dev', 'eth0', 'mtu', '1500']]
-    assert open(os.path.join(decided, 'by')).read() == 'timer\n'
-    record = json.loads(open(log).read())
-    assert record['token'] == 'T1' and record['by'] == 'timer' and record['rc'] == 0
-    assert record['restored'] == 'eth0.100=1500 eth0=1500' and record['failed'] == ''
-    # a second run (or a run after the module decided) does nothing
-    assert subprocess.run(['sh', path], check=False).returncode == 0
-    assert len(ip_calls(fake_ip[1])) == 2
-
-
-def test_revert_script_backs_off_when_the_confirmation_came_first(tmp_path, fake_ip):
-    path, decided, log = script_for(tmp_path, fake_ip[0], [('wan0', 9000, 1500)])
-    os.mkdir(decided)                   # what state=confirmed does before disarming
-    assert subprocess.run(['sh', path], check=False).returncode == 0
-    assert not fake_ip[1].exists() and not os.path.exists(log)
-
-
-def test_revert_script_quotes_odd_names():
-    text = linkmtu.revert_script('T2', [("we'ird", 9000, 1500)], '/run/x y', '/var/log/r', 0)
-    assert "set -- 'we'\"'\"'ird' 1500 'we'\"'\"'ird'" in text
-    assert "decided='/run/x y'" in text and 'mkdir -- "$decided" 2>/dev/null || exit 0' in text
-    assert "\n#   ip link set dev 'we'\"'\"'ird' mtu 1500\n" in text
-
-
 # Valid Linux interface names (1-15 bytes, not . or .., no whitespace, / or :) that are shell code
 HOSTILE_NAMES = ['e$(id)"x', 'a`>PWNED`b', '`touch${IFS}P`', 'q\'u"o\\te', 'a%sb%n\\n', '-x;>PWNED;\\', 'c\x01"\x7f\'']
 
 
-def valid_ifname(name):
-    raw = name.encode('utf-8')
-    return (1 <= len(raw) <= 15 and name not in ('.', '..') and not set(name) & set('/:\0')
-            and not any(char in ' \t\n\v\f\r\xa0' for char in name))
-
-
-def code_lines(text):
-    """The script after its comments and value assignments: the part that must never depend on values."""
-    return text[text.index('\nmkdir -- "$decided"'):]
-
-
-def assert_header_is_comments(text):
-    lines = text.splitlines()
-    header = lines[:[line.startswith('PATH=') for line in lines].index(True)]
-    assert header[0] == '#!/bin/sh' and all(line.startswith('# ') for line in header[1:])
-    return header
-
-
-def assert_not_injected(tmp_path, result):
+def test_the_timers_script_sets_every_mtu_by_name_as_data(tmp_path, fake_ip):
+    """The MTU's part of the timer's script (linkmtu.MtuSetting) run for real against a fake ``ip``: every name,
+    hostile ones too, reaches ``ip`` as one word; one that fails does not stop the others, and the record says
+    which; a second run backs off.  (The timer itself, firing for real: module_utils/common/test_commit.py.)"""
+    log, fail = fake_ip
+    fail.write_text(HOSTILE_NAMES[1])
+    steps = [(name, 9000, 1500) for name in HOSTILE_NAMES] + [('eth0', 9000, 1400)]
+    timer = commit.Timer(None, str(tmp_path), linkmtu.MtuSetting(None))
+    path = tmp_path / 'revert.py'
+    path.write_text(timer.script('T$(id)\'\n', steps, 0), encoding='utf-8')
+    for run, rc in ((1, 1), (2, 0)):
+        done = subprocess.run([sys.executable, '-I', str(path)], cwd=str(tmp_path), capture_output=True, check=False)
+        assert done.returncode == rc, done.stderr
+    assert ip_calls(log) == [['link', 'set', 'dev', name, 'mtu', str(mtu)] for name, _cur, mtu in steps]
     assert not (tmp_path / 'PWNED').exists() and not (tmp_path / 'P').exists()
-    assert b'uid=' not in result.stdout + result.stderr
-
-
-@pytest.mark.parametrize('name', HOSTILE_NAMES)
-def test_revert_script_hostile_interface_names_are_data(tmp_path, fake_ip, name):
-    assert valid_ifname(name)
-    steps = [(name, 9000, 1500), ('eth0', 9000, 1500)]
-    path, decided, log = script_for(tmp_path, fake_ip[0], steps)
-    result = run_script(path, tmp_path)
-    assert result.returncode == 0, result.stderr
-    assert_not_injected(tmp_path, result)
-    assert ip_calls(fake_ip[1]) == [['link', 'set', 'dev', name, 'mtu', '1500'], ['link', 'set', 'dev', 'eth0', 'mtu', '1500']]
-    assert open(os.path.join(decided, 'by')).read() == 'timer\n'
-    with open(log, encoding='utf-8') as handle:
-        lines = handle.read().splitlines()
-    assert len(lines) == 1
-    record = json.loads(lines[0])
-    assert record == {'token': 'T1', 'by': 'timer', 'at': record['at'], 'restored': '%s=1500 eth0=1500' % name,
-                      'rc': 0, 'failed': ''}
-    assert isinstance(record['at'], int)
-
-
-@pytest.mark.parametrize('name', HOSTILE_NAMES)
-def test_revert_script_failure_on_a_hostile_name_still_records_valid_json(tmp_path, fake_ip, name):
-    steps = [('eth0.100', 9000, 1500), (name, 9000, 1500), ('eth0', 9000, 1500)]
-    path, _decided, log = script_for(tmp_path, fake_ip[0], steps)
-    result = run_script(path, tmp_path, fail=name)
-    assert result.returncode == 1
-    assert_not_injected(tmp_path, result)
-    # the failure does not stop the remaining restores
-    assert [call[3] for call in ip_calls(fake_ip[1])] == ['eth0.100', name, 'eth0']
-    with open(log, encoding='utf-8') as handle:
-        record = json.loads(handle.read())
-    assert record['rc'] == 1 and record['failed'] == name
-    assert record['restored'] == 'eth0.100=1500 %s=1500 eth0=1500' % name
-
-
-def test_revert_script_lists_every_failed_step(tmp_path, fake_ip):
-    bad = HOSTILE_NAMES[0]
-    path, _decided, log = script_for(tmp_path, fake_ip[0], [(bad, 9000, 1500), ('eth0', 9000, 1500), (bad, 9000, 1400)])
-    assert run_script(path, tmp_path, fail=bad).returncode == 1
-    with open(log, encoding='utf-8') as handle:
-        record = json.loads(handle.read())
-    assert record['failed'] == '%s %s' % (bad, bad) and record['rc'] == 1
-
-
-def test_revert_script_hostile_token_and_paths_are_data(tmp_path, fake_ip):
-    token = 'T$(id)`>PWNED`"\'\\%s\n;x'
-    decided = str(tmp_path / 'run $(>PWNED) \'"`id`' / ('jumbo_mtu-%s.decided' % 'a;b'))
-    log = str(tmp_path / 'log "$(id)\' %s.log')
-    path, decided, log = script_for(tmp_path, fake_ip[0], [('eth0', 9000, 1500)], token=token, decided=decided, log=log)
-    result = run_script(path, tmp_path)
-    assert result.returncode == 0, result.stderr
-    assert_not_injected(tmp_path, result)
-    assert open(os.path.join(decided, 'by')).read() == 'timer\n'
-    with open(log, encoding='utf-8') as handle:
-        record = json.loads(handle.read())
-    assert record['token'] == token and record['restored'] == 'eth0=1500' and record['rc'] == 0
-    assert linkmtu.outcome({'token': token, 'deadline': 0}, 'timer', [record])['record'] == record
-    # the token's newline cannot end a comment line early
-    assert_header_is_comments(open(path, encoding='utf-8').read())
-
-
-def test_revert_script_code_is_constant():
-    plain = linkmtu.revert_script('T1', [('eth0', 9000, 1500)], '/run/d', '/var/log/r', 0)
-    for name in HOSTILE_NAMES:
-        hostile = linkmtu.revert_script(name + '\n', [(name, 9000, 1500), ('eth0', 9000, 1400)], '/run/' + name,
-                                        '/var/' + name, 0)
-        assert code_lines(hostile) == code_lines(plain)
-        header = assert_header_is_comments(hostile)
-        assert len(header) == 5 and all(char.isprintable() for line in header for char in line)
-        # the values only appear in single-quoted assignments before the code
-        assert name not in code_lines(hostile)
-
-
-def test_revert_script_refuses_nul():
-    with pytest.raises(ValueError):
-        linkmtu.revert_script('T1', [('eth\0', 9000, 1500)], '/run/d', '/var/log/r', 0)
-
-
-def test_outcome():
-    pending = {'token': 'T1', 'deadline': 100}
-    records = [{'token': 'T0', 'at': 1}, {'token': 'T1', 'at': 99, 'by': 'timer'}]
-    assert linkmtu.outcome(pending, None, records, now=50)['state'] == 'pending'
-    assert linkmtu.outcome(pending, None, records, now=130)['late_by'] == 30
-    timer = linkmtu.outcome(pending, 'timer', records)
-    assert timer['state'] == 'restored_by_timer' and timer['at'] == 99
-    assert linkmtu.outcome(pending, 'module', records)['state'] == 'restored_by_module'
-    assert linkmtu.outcome(pending, 'confirmed', records)['state'] == 'confirmed'
+    with open(timer.log_path, encoding='utf-8') as handle:
+        record, = [json.loads(line) for line in handle]
+    assert record == {'token': 'T$(id)\'\n', 'by': 'timer', 'at': record['at'], 'rc': 1, 'failed': HOSTILE_NAMES[1],
+                      'restored': ' '.join('%s=%d' % (name, mtu) for name, _cur, mtu in steps)}
+    # the comments say what it puts back, and no value can end a comment line
+    assert all(line.startswith('# ') for line in path.read_text().splitlines()[:2])
 
 
 def test_proof_verdict():

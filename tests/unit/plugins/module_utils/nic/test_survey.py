@@ -21,6 +21,7 @@ import sys
 
 import pytest
 
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import links
 from ansible_collections.bdp.wan_tune.plugins.module_utils.mtu import linkmtu, mtuplan
 from ansible_collections.bdp.wan_tune.plugins.module_utils.nic import ethtool, survey
 
@@ -102,10 +103,10 @@ def test_a_refused_query_says_why_and_unreadable_counters_are_null(nic_host, mon
 
 
 def test_the_driver_is_the_one_the_mtu_platform_check_reads(nic_host, monkeypatch):
-    # one reader of /sys/class/net/NAME/device/driver: the cloud check of link_mtu tells MANA by it
+    # one reader of /sys/class/net/NAME/device/driver (common/links.py): the cloud check of link_mtu tells MANA by it
     e1000e(nic_host, name='eth1')
     nic_host.add_nic('lo')
-    monkeypatch.setattr(survey, 'SYS_CLASS_NET', nic_host.sys_class_net)
+    monkeypatch.setattr(links, 'SYS_CLASS_NET', nic_host.sys_class_net)
     seen = {}
     monkeypatch.setattr(linkmtu, 'cloud_platform', lambda dmi, drivers: seen.update(drivers))
     mtuplan.platform('auto')
