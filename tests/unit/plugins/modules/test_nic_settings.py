@@ -10,7 +10,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import signal
 import struct
 import subprocess
 import sys
