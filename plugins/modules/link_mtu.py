@@ -265,7 +265,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common import checks
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common import files
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common import runlock
-from ansible_collections.bdp.wan_tune.plugins.module_utils.common.commit import Timer
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common.commit import Timer, check_timeout
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common.record import Record
 from ansible_collections.bdp.wan_tune.plugins.module_utils.mtu import linkmtu
 from ansible_collections.bdp.wan_tune.plugins.module_utils.mtu import mtuplan
@@ -443,6 +443,8 @@ def present(lm):
         lm.warn('%s%s, before this run%s.' % (text[0].upper(), text[1:], '' if ending['outcome'] == 'confirmed'
                                               else '; it is not in effect'))
         pending = None
+        if ending['outcome'] == 'restored_by_module':
+            change, peers, links = plan(lm)         # restored just now: plan again from the MTUs the host has
     if pending and change['changed']:
         lm.fail('Change %s (%s) is still waiting for its confirmation, and this call asks for another one. '
                 'Confirm it (state=confirmed), undo it (state=reverted), or let its timer restore it at %s. '
@@ -727,9 +729,7 @@ def main():
         required_if=[('state', 'present', ('mtu',))],
         supports_check_mode=True,
     )
-    if module.params['confirm_timeout'] < 10:
-        module.fail_json(msg='confirm_timeout: %d s is too short to confirm over a new connection; use 10 or more.'
-                         % module.params['confirm_timeout'])
+    check_timeout(module)
     if not checks.is_port(module.params['proof_port']):
         module.fail_json(msg='proof_port: %d is not a TCP port; expected %s.'
                          % (module.params['proof_port'], checks.port_help(default=45219)))

@@ -253,7 +253,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common import checks
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common import files
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common import runlock
-from ansible_collections.bdp.wan_tune.plugins.module_utils.common.commit import Timer
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common.commit import Timer, check_timeout
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common.record import Record
 from ansible_collections.bdp.wan_tune.plugins.module_utils.mtu import linkmtu
 from ansible_collections.bdp.wan_tune.plugins.module_utils.mtu import mtuplan
@@ -842,9 +842,7 @@ def main():
         ),
         supports_check_mode=True,
     )
-    if module.params['confirm_timeout'] < 10:
-        module.fail_json(msg='confirm_timeout: %d s is too short to confirm over a new connection; use 10 or more. '
-                         'Nothing was changed.' % module.params['confirm_timeout'])
+    check_timeout(module)
     with runlock.held(module, module.params['state_dir'], 'nic_settings %s' % module.params['state']):
         ns = NicSettings(module)
         try:

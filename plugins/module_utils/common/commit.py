@@ -31,6 +31,7 @@ import time
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common import files
 
 RUN_DIR = '/run/bdp_wan_tune'
+MIN_TIMEOUT = 10        # seconds: confirm_timeout, from the change to a confirmation over a new connection
 PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
 # The script: comments, its own imports, the setting's set_value, fire() and TAIL (DATA is the JSON of Timer.data).
 HEAD = 'import json\nimport os\nimport sys\nimport time\n\n'
@@ -116,6 +117,13 @@ def reap(pid):
     return os.WEXITSTATUS(status) if os.WIFEXITED(status) else -os.WTERMSIG(status)
 
 
+def check_timeout(module):
+    """Fail, before any change, when the module's confirm_timeout is too short to confirm over a new connection."""
+    if module.params['confirm_timeout'] < MIN_TIMEOUT:
+        module.fail_json(msg='confirm_timeout: %d s is too short to confirm over a new connection; use %d or more. '
+                         'Nothing was changed.' % (module.params['confirm_timeout'], MIN_TIMEOUT))
+
+
 def boot_id():
     return (files.read_text('/proc/sys/kernel/random/boot_id') or '').strip()
 
@@ -123,22 +131,16 @@ def boot_id():
 class Setting(object):
     """What the timer needs of one setting.  NAME names its files (NAME-TOKEN.py, .pid and .decided in the run
     directory, NAME-reverts.log in the state directory) and the journal line; UNIT_PREFIX the systemd units; WHAT
-    is what is put back, for people.  These names are those of the hosts already tuned: a timer armed by an
-    earlier version is found by the unit or pid its pending change recorded."""
+    is what is put back, for people; source() is Python source that defines ``set_value(name, value)`` for the
+    script (raising on failure).  A subclass adds ``set(name, value)``, which sets the value in the module
+    (RuntimeError or OSError on failure), and ``describe(steps)``, the values of ``steps`` [(name, current,
+    previous)] put back in one line (the log's "restored").  The names are those of the hosts already tuned: a
+    timer armed by an earlier version is found by the unit or pid its pending change recorded."""
 
     NAME = UNIT_PREFIX = WHAT = SOURCE = None
 
     def source(self):
-        """Python source that defines ``set_value(name, value)`` for the script (raise on failure)."""
         return self.SOURCE
-
-    def set(self, name, value):
-        """Set the value in this module; RuntimeError (or OSError) on failure."""
-        raise NotImplementedError
-
-    def describe(self, steps):
-        """The values ``steps`` [(name, current, previous)] put back, in one line (the log's "restored")."""
-        raise NotImplementedError
 
 
 class Timer(object):
@@ -211,26 +213,18 @@ class Timer(object):
                 + HEAD + self.setting.source() + '\n\n# --- module_utils/common/commit.py\n'
                 + inspect.getsource(fire) + TAIL % json.dumps(data))
 
-    def alive(self, pending):
-        if pending.get('method') == 'systemd':
-            _rc, out, _err = self.module.run_command(['systemctl', 'is-active', pending['unit'] + '.timer'])
-            return out.strip() in ('active', 'activating')
-        pid = pending.get('pid')
-        cmdline = files.read_text('/proc/%s/cmdline' % pid) if pid else None
-        return bool(cmdline and pending['script'] in cmdline)
-
     def disarm(self, pending):
         """Stop the timer and remove its script and pid file (the decision marker stays until boot)."""
         if pending.get('method') == 'systemd':
             self.module.run_command(['systemctl', 'stop', pending['unit'] + '.timer'])
             self.module.run_command(['systemctl', 'reset-failed', pending['unit'] + '.timer',
                                      pending['unit'] + '.service'])
-        elif pending.get('pid') and self.alive(pending):
+        script = pending.get('script') or ''
+        if pending.get('pid') and script and script in (files.read_text('/proc/%s/cmdline' % pending['pid']) or ''):
             try:
-                os.killpg(pending['pid'], signal.SIGTERM)
+                os.killpg(pending['pid'], signal.SIGTERM)       # the timer's process group, found by its script
             except OSError:
                 pass
-        script = pending.get('script') or ''
         pid_file = os.path.join(os.path.dirname(script), '%s-%s.pid' % (self.setting.NAME, pending.get('token')))
         for path in (script, pid_file):
             if script and os.path.exists(path):

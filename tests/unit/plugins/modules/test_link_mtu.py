@@ -134,6 +134,7 @@ def state_of(host):
     ({'peers': ['10.0.0.9']}, 'eth0 (requested) carries the default route (IPv4); it is left alone'),
     ({'interfaces': ['eth0'], 'mtu': 9500}, 'eth0: MTU 9500 is above its limit 9216'),
     ({'peers': [], 'interfaces': []}, 'Give interfaces, peers or both'),
+    ({'confirm_timeout': 9}, 'confirm_timeout: 9 s is too short to confirm over a new connection; use 10 or more.'),
 ])
 def test_bad_input_fails_before_anything_changes(run_module, host, monkeypatch, extra, words):
     def no_dns(name, *a, **kw):
@@ -306,3 +307,15 @@ def test_a_change_from_before_a_reboot_ended_with_the_boot(run_module, host):
     assert reverted['outcome'] == 'restored_by_reboot' and reverted['commit']['state'] == 'restored_by_reboot'
     assert reverted['summary'].endswith('was not confirmed; the host has rebooted since, which restored wan0 1500')
     assert host.sets() == [['wan0', 'mtu', '9000'], ['wan0', 'mtu', '1500']] and host.timers.left() == []
+
+
+def test_a_put_back_cut_short_is_finished_and_the_next_run_plans_from_it(run_module, host):
+    """state=reverted took the decision, then its task timed out: the next run puts the MTU back first, and plans
+    (and changes) again from 1500."""
+    token = run_module(link_mtu.main, args(host, prove=False))['commit']['token']
+    assert commit.Timer.claim(state_of(host)['pending'], 'module') and host.mtu('wan0') == 9000
+    again = run_module(link_mtu.main, args(host))
+    assert again['rc'] == 0 and again['changed'] and again['interfaces']['wan0']['before'] == 1500
+    assert any(text.startswith('Change %s was not confirmed; restored wan0 1500 now, before this run' % token)
+               for text in again['warning_msgs']), again['warning_msgs']
+    assert host.sets() == [['wan0', 'mtu', '9000'], ['wan0', 'mtu', '1500'], ['wan0', 'mtu', '9000']]

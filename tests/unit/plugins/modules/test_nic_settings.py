@@ -671,6 +671,8 @@ def test_a_failing_set_puts_back_the_one_before(run_module, host):
     ({'interfaces': ['ens4'], 'coalescing': '-1'}, "coalescing: '-1' is not accepted"),
     ({}, 'Nothing to tune: set interfaces (nic_interfaces in the role) or peers'),
     ({'interfaces': ['ens9']}, 'interfaces: ens9 does not exist on this host; interfaces here: ens3, ens4, ens4.20.'),
+    ({'confirm_timeout': 9}, 'confirm_timeout: 9 s is too short to confirm over a new connection; use 10 or more. '
+                             'Nothing was changed.'),
 ])
 def test_refusals_say_what_to_set(run_module, host, extra, message):
     result = run_module(nic_settings.main, args(host, **extra))
