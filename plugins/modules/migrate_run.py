@@ -181,7 +181,7 @@ def main():
     result = {'changed': False, 'started': False, 'running': False, 'unit': params['unit']}
     secret = _files.take_secret(params['secret_src']) if params['secret_src'] else None
     if not RUN_DIR_RE.match(params['run_dir']):
-        module.fail_json(msg='migrate_state_dir: the run directory %r has characters that a systemd unit line would '
+        module.fail_json(msg='wan_tune_state_dir: the run directory %r has characters that a systemd unit line would '
                          'read as its own; expected an absolute path of letters, digits and _ . / @ + -, such as '
                          '/var/lib/bdp_wan_tune.' % params['run_dir'], **result)
     if _unit.active(module, params['unit'], params['run_dir']):

@@ -330,7 +330,7 @@ def ca_state(module, ca_dir, result):
     if text and not problem:
         problem = ca_validity_problem(text, cert)
     if problem:
-        module.fail_json(msg='rsync_daemon_state_dir, rsync_daemon_tls_migration: the migration CA on this receiver '
+        module.fail_json(msg='wan_tune_state_dir, rsync_daemon_tls_migration: the migration CA on this receiver '
                              'is not usable: %s. Nothing was changed: mend it (chown root:root, chmod 600), or remove '
                              'the directory to have a new CA made (every certificate is then issued anew, and a '
                              'migration running to this receiver fails its next connection).' % problem, **result)

@@ -31,7 +31,7 @@ PLAYBOOK = os.path.join(ROOT, 'playbooks', 'wan_tune.yml')
 PLAYBOOK_BIN = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
 KEYS = ('net.core.rmem_max', 'net.core.wmem_max', 'net.core.netdev_max_backlog', 'net.ipv4.tcp_rmem',
         'net.ipv4.tcp_wmem', 'net.ipv4.tcp_congestion_control', 'net.core.default_qdisc')
-STATE_DIR = '/var/lib/bdp_wan_tune'     # fixed in sysctl_dropin and tcp_congestion
+STATE_DIR = '/var/lib/bdp_wan_tune'     # wan_tune_state_dir's default (each host here has its own)
 HOSTS = ('h1', 'h2')
 NOTHING_CHANGED = 'Nothing was changed on any host.'
 BOOL_HELP = 'expected true or false (also yes/no, on/off or 1/0, in any case)'
@@ -67,12 +67,12 @@ class Controller(object):
         self.tmp = tmp
         self.files = {}
         for host in HOSTS:
-            # distinct base names too: the record in /var/lib/bdp_wan_tune is named after the file
+            # distinct base names too (a record is named after its file), and a state directory of its own
             self.files[host] = {
                 'tcp_buffers_sysctl_file': str(tmp / host / ('90-bdp-wan-tune-badinput-%s-buffers.conf' % host)),
                 'bbr_sysctl_file': str(tmp / host / ('90-bdp-wan-tune-badinput-%s-bbr.conf' % host)),
                 'bbr_modules_load_file': str(tmp / host / ('bdp-wan-tune-badinput-%s.conf' % host)),
-                'jumbo_mtu_state_dir': str(tmp / host / 'state'),
+                'wan_tune_state_dir': str(tmp / host / 'state'),
             }
 
     def inventory(self, host_vars=None):

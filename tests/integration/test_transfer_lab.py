@@ -42,7 +42,7 @@ import wanlab  # noqa: E402  pylint: disable=wrong-import-position
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason='the lab needs root (namespaces, TUN, podman)')
 NAME = 'bdp-lab-xfer-test'
-# the migrations' private directories on A (migrate_state_dir's default)
+# the migrations' private directories on A (below wan_tune_state_dir's default)
 RUN_DIRS = '/var/lib/bdp_wan_tune/migrate'
 
 

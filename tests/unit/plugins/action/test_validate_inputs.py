@@ -60,8 +60,9 @@ def test_every_option_of_every_role_is_checked():
         with open(os.path.join(ROOT, 'roles', role, 'meta', 'argument_specs.yml')) as handle:
             options = yaml.safe_load(handle)['argument_specs']['main']['options']
         for name in options:
-            assert specs[name]['role'] == role
-    for name in ('wan_tune_state', 'wan_tune_become', 'wan_tune_hosts', 'jumbo_mtu_enabled'):
+            # the collection's state directory is every role's (and the playbook's) own option
+            assert specs[name]['role'] == role or name == 'wan_tune_state_dir', name
+    for name in ('wan_tune_state', 'wan_tune_become', 'wan_tune_hosts', 'jumbo_mtu_enabled', 'wan_tune_state_dir'):
         assert name in specs
 
 
@@ -402,7 +403,8 @@ def test_one_congestion_control_name_rule():
 
 
 @pytest.mark.parametrize('name', ['bbr_sysctl_file', 'bbr_modules_load_file', 'tcp_buffers_sysctl_file',
-                                  'jumbo_mtu_state_dir'])
+                                  'wan_tune_state_dir', 'jumbo_mtu_state_dir', 'nic_state_dir',
+                                  'rsync_daemon_state_dir'])
 @pytest.mark.parametrize('value, reason', [('etc/sysctl.d/x.conf', 'is not an absolute path'),
                                            ('~/x.conf', 'is not an absolute path'), ('', 'is empty'),
                                            ('/tmp/a\nb.conf', 'contains a control character')])

@@ -290,7 +290,7 @@ def test_a_broken_migration_ca_is_refused_before_anything_changes(root, run_modu
     refused = run_module(rsync_daemon_tls.main, server(root, ca_dir=str(ca_dir)))
     expected = words % (ca_dir / 'ca.crt', ca_dir / 'ca.key') if '%s' in words else words
     assert refused['rc'] != 0 and 'Nothing was changed' in refused['msg'] and expected in refused['msg']
-    assert refused['msg'].startswith('rsync_daemon_state_dir, rsync_daemon_tls_migration: ')
+    assert refused['msg'].startswith('wan_tune_state_dir, rsync_daemon_tls_migration: ')
     assert not (root / 'etc').exists() and not (root / 'state').exists()
 
 
