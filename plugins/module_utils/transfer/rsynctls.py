@@ -33,7 +33,7 @@ import ssl
 import tempfile
 import uuid
 
-from ansible_collections.bdp.wan_tune.plugins.module_utils.common import checks
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import checks, files
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common.bdp import read_whole
 from ansible_collections.bdp.wan_tune.plugins.module_utils.transfer.rsyncd import PORT, TLS_PORT, TRANSPORT, Problems
 
@@ -57,7 +57,7 @@ SERVICE = SERVICE_NAME + '.service'
 UNIT_PATH = '/etc/systemd/system/' + SERVICE
 DIR = '/etc/bdp-wan-tune/rsync-tls'                     # the receiver's files
 CLIENT_DIR = '/etc/bdp-wan-tune/rsync-tls-client'       # a sender's files: <migration>/<receiver>/ below it
-STATE_DIR = '/var/lib/bdp_wan_tune'                     # the receiver's CAs: rsync-tls-ca/<migration>/ below it
+STATE_DIR = files.STATE_DIR                             # the receiver's CAs: rsync-tls-ca/<migration>/ below it
 CA_SUBDIR = 'rsync-tls-ca'
 # Earlier versions kept the CAs on the controller, one directory per migration below this one: a run that finds the
 # migration's CA there (and none on the receiver) moves it to the receiver, so that nothing is issued anew.
