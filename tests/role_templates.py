@@ -34,5 +34,5 @@ def verify_markdown(run, runs):
 def verify_html(runs, limit=20):
     """report.html of the verify role for the kept ``runs`` (the newest ``limit``), from the module's page."""
     from ansible_collections.bdp.wan_tune.plugins.module_utils.verify import verify_report
-    return render('verify', 'report.html.j2', {'__page': verify_report.page(verify_report.sort_runs(runs)[-1], runs,
-                                                                             limit)})
+    latest = verify_report.sort_runs(runs)[-1]
+    return render('verify', 'report.html.j2', {'__page': verify_report.page(latest, runs, limit)})

@@ -512,9 +512,9 @@ def _pair_view(pair, run, runs):
             'baseline': '%s (%s)' % (mbit(base['receiver_bps']), base['run_id']) if base else '-',
             'problem': shows_diagnosis(pair),
             'diagnosis': (' | '.join(pair['diagnosis']) or pair.get('msg') or '') if shows_diagnosis(pair) else '',
-            'path': '%s %s, %s ms (%s), %s stream%s' % (pair['key'], pair.get('rate'), pair.get('rtt_ms'),
-                                                       pair.get('rtt_source') or 'given', pair.get('streams'),
-                                                       '' if pair.get('streams') == 1 else 's'),
+            'path': '%s %s, %s ms (%s), %s stream%s' % (
+                pair['key'], pair.get('rate'), pair.get('rtt_ms'), pair.get('rtt_source') or 'given',
+                pair.get('streams'), '' if pair.get('streams') == 1 else 's'),
             'receiver_bps': pair.get('receiver_bps'), 'ceiling_bps': pair.get('ceiling_bps'),
             'rate_bps': pair.get('rate_bps'), 'baseline_bps': base['receiver_bps'] if base else None}
 
