@@ -213,14 +213,17 @@ class Timer(object):
                 + HEAD + self.setting.source() + '\n\n# --- module_utils/common/commit.py\n'
                 + inspect.getsource(fire) + TAIL % json.dumps(data))
 
-    def disarm(self, pending):
-        """Stop the timer and remove its script and pid file (the decision marker stays until boot)."""
+    def disarm(self, pending, kill=True):
+        """Stop the timer and remove its script and pid file (the decision marker stays until boot).  Without
+        ``kill``, a timer process that runs its script is left to finish it (a systemd timer stops either way: its
+        service, which runs the script, is not stopped with it)."""
         if pending.get('method') == 'systemd':
             self.module.run_command(['systemctl', 'stop', pending['unit'] + '.timer'])
             self.module.run_command(['systemctl', 'reset-failed', pending['unit'] + '.timer',
                                      pending['unit'] + '.service'])
         script = pending.get('script') or ''
-        if pending.get('pid') and script and script in (files.read_text('/proc/%s/cmdline' % pending['pid']) or ''):
+        cmdline = files.read_text('/proc/%s/cmdline' % pending['pid']) if pending.get('pid') else None
+        if kill and script and script in (cmdline or ''):
             try:
                 os.killpg(pending['pid'], signal.SIGTERM)       # the timer's process group, found by its script
             except OSError:
@@ -291,7 +294,7 @@ class Timer(object):
     def end(self, pending, by, steps=None):
         """Carry out the decision ``by`` (decision()) on ``pending``: 'confirmed' keeps the change; 'module' puts
         back ``steps`` (default: every step of the change) now and logs it; 'timer' and None (a reboot) read what
-        they did.  The timer is disarmed, but for one that decided (its script may still be running).
+        they did.  The timer is disarmed; one that decided is left to finish its script.
 
         Returns {'outcome': 'confirmed', 'restored_by_module', 'restored_by_timer' or 'restored_by_reboot',
         'restored': {name: previous} put back, 'failed': [names not put back], 'errors': [texts], 'at': the
@@ -309,8 +312,7 @@ class Timer(object):
             ending.update(outcome='restored_by_timer' if by == 'timer' else 'restored_by_reboot', record=record,
                           at=record.get('at') if record else None, restored=dict(
                               (name, previous) for name, _c, previous in steps if name not in ending['failed']))
-        if by != 'timer':
-            self.disarm(pending)
+        self.disarm(pending, kill=by != 'timer')
         return ending
 
     def log(self, token, steps, failed):

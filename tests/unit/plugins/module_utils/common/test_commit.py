@@ -195,3 +195,15 @@ def test_what_the_timer_could_not_put_back_is_read_from_its_record(timer):
     ending = timer.end(timer.pending, timer.decision(timer.pending, take='confirmed'))
     assert (ending['outcome'], ending['restored'], ending['failed'], ending['record']) == (
         'restored_by_timer', {'b': 10}, ['a'], record)
+
+
+def test_a_systemd_timer_that_decided_is_stopped_and_its_service_left_to_finish(timer):
+    """The elapsed timer unit goes (as a timer disarmed in time does), the service that runs the script is not
+    stopped: ``systemctl stop`` of the .timer leaves it running."""
+    calls = []
+    timer.module = type('Module', (), {'run_command': lambda self, args: calls.append(args) or (0, '', '')})()
+    pending = dict(timer.pending, method='systemd', unit='bdp-wan-tune-test-T1')
+    os.mkdir(pending['decided'])
+    assert timer.end(pending, timer.decision(pending, take='confirmed'))['outcome'] == 'restored_by_timer'
+    assert calls == [['systemctl', 'stop', 'bdp-wan-tune-test-T1.timer'],
+                     ['systemctl', 'reset-failed', 'bdp-wan-tune-test-T1.timer', 'bdp-wan-tune-test-T1.service']]
