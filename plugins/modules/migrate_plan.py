@@ -6,30 +6,25 @@
 DOCUMENTATION = r"""
 ---
 module: migrate_plan
-short_description: Read a tree and split its files into streams of about equal bytes, largest files first
+short_description: Count a tree before it moves - files, bytes, hard links, attributes - and size its streams and parts
 version_added: 0.4.0
 description:
-  - Walks O(source) on the sender (files, directories, symbolic links and other entries) and partitions the files
-    into O(streams) lists of about equal bytes, the largest files first (each file, largest first, goes to the stream
-    with the fewest bytes so far). rsync moves each file on one connection, so a file larger than a stream's share
-    decides its stream's run; the result says so in RV(bound).
+  - The migration's preflight. Walks O(source) on the sender once and keeps counts only (files, bytes with each
+    inode once, directories, symbolic links and other entries, hard links, the largest file, the attributes a
+    receiver may not keep), so that its memory does not grow with the tree (RV(peak_memory_kb)). It writes nothing -
+    the migration's runner walks the tree again itself and cuts it into parts while it copies
+    (C(module_utils/migrate/runner.py), docs/migration.md "How the copy proceeds").
   - O(streams=auto) takes the rule of C(module_utils/migrate/plan.py) (docs/migration.md, "How many streams") - one
     stream per 2 Gbit/s of O(rate_bps), and 4 for a tree of more than 1000 files of less than 256 kB on average -
     never more than O(max_streams) or the number of files.
-  - Writes the lists (NUL-separated paths for rsync's C(--from0 --files-from)) and the list of the directories (whose
-    modes and times a last pass sets) in O(run_dir), root's and 0700, where they differ from those there (changed
-    only then).
-  - In check mode it reads the tree and returns the plan, and writes nothing; neither does it while the migration
-    runs (its O(unit) is active, or its runner holds the run's lock), whose lists they are.
+  - RV(parts) are the limits at which the runner closes a part (20,000 names or 8 GiB, or less so that the tree makes
+    at least one part per stream); rsync moves each file on one connection, so a file larger than a stream's share
+    decides its stream's run, which RV(bound) says.
 author:
   - bdp.wan_tune maintainers (@bdp-wan-tune)
 options:
   source:
     description: The tree to move (an absolute directory on the sender).
-    type: path
-    required: true
-  run_dir:
-    description: The migration's directory on the sender, for the lists (root's, 0700).
     type: path
     required: true
   streams:
@@ -44,12 +39,8 @@ options:
     description: The path's rate in bit/s, for O(streams=auto) and the estimated time (0 when not known).
     type: int
     default: 0
-  unit:
-    description: The systemd unit of the migration (while it is active, the lists are not written).
-    type: str
-    required: true
   excludes:
-    description: rsync exclude patterns (C(migrate_exclude)) - what they match is left out of the plan, as rsync
+    description: rsync exclude patterns (C(migrate_exclude)) - what they match is left out of the counts, as rsync
       leaves it out of the copy (C(module_utils/migrate/excludes.py)).
     type: list
     elements: str
@@ -60,13 +51,11 @@ extends_documentation_fragment:
 """
 
 EXAMPLES = r"""
-- name: Plan the migration of /data in streams of about equal bytes
+- name: Count the tree /data and size its streams
   bdp.wan_tune.migrate_plan:
     source: /data
-    run_dir: /var/lib/bdp_wan_tune/migrate/bdp-migrate-dc2-a-incoming
     max_streams: 4
     rate_bps: 1000000000
-    unit: bdp-migrate-dc2-a-incoming.service
   register: plan
 """
 
@@ -80,11 +69,15 @@ streams_reason:
   returned: always
   type: str
 bytes:
-  description: The bytes of all files.
+  description: The bytes of all files, each inode once.
   returned: always
   type: int
 files:
-  description: The number of files.
+  description: The number of names of regular files.
+  returned: always
+  type: int
+inodes:
+  description: The number of regular files, each inode once.
   returned: always
   type: int
 dirs:
@@ -105,14 +98,13 @@ attributes:
   returned: always
   type: dict
 peak_memory_kb:
-  description: The plan's peak memory on the sender (the module's largest resident set), in kB.
+  description: The preflight's peak memory on the sender (the module's largest resident set, C(VmHWM)), in kB.
   returned: always
   type: int
-per_stream:
-  description: Each stream's bytes and files.
+parts:
+  description: The runner's part limits for this tree, C(files) (names) and C(bytes).
   returned: always
-  type: list
-  elements: dict
+  type: dict
 largest:
   description: The largest file, C(path) and C(bytes).
   returned: always
@@ -125,34 +117,25 @@ seconds:
   description: The time the tree takes at O(rate_bps), or null.
   returned: always
   type: float
-running:
-  description: Whether a migration of this run directory runs; its lists are its own, and were not written.
-  returned: always
-  type: bool
 """
 
 import os
-import resource
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.bdp.wan_tune.plugins.module_utils.common import files as _files
 from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import excludes as _excludes
 from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import plan as _plan
 from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import runner as _runner
 from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import target as _target
-from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import unit as _unit
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
             source=dict(type='path', required=True),
-            run_dir=dict(type='path', required=True),
             streams=dict(type='str', default='auto'),
             max_streams=dict(type='int', required=True),
             rate_bps=dict(type='int', default=0),
-            unit=dict(type='str', required=True),
             excludes=dict(type='list', elements='str', default=[]),
         ),
         supports_check_mode=True,
@@ -164,12 +147,11 @@ def main():
     problems = _excludes.check(params['excludes'])
     if problems:
         module.fail_json(msg=' '.join(problems))
-    found = dict((name, 0) for name in ('acls', 'xattrs', 'sparse', 'devices'))
     try:
-        tree_files, dirs, others = _plan.walk(params['source'], _excludes.compile_patterns(params['excludes']), found)
+        counts = _plan.survey(params['source'], params['excludes'])
     except _plan.PlanError as exc:
         module.fail_json(msg='migrate_source: %s; expected a directory the sender can read. Nothing was moved.' % exc)
-    auto, reason = _plan.auto_streams(_plan.groups(tree_files), params['rate_bps'])
+    auto, reason = _plan.auto_streams(counts['inodes'], counts['bytes'], params['rate_bps'])
     try:
         count = _target.streams(params['streams'], auto, params['max_streams'])
     except _target.TargetError as exc:
@@ -178,25 +160,9 @@ def main():
         reason = 'migrate_streams=%d' % count
     elif count < auto:
         reason += ', held to the module\'s max connections'
-    result = _plan.plan(tree_files, dirs, others, count, params['rate_bps'])
-    lists = result.pop('lists')
-    result['streams_reason'] = reason
-    result['attributes'] = found
-    result['peak_memory_kb'] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    wanted = dict((os.path.join(params['run_dir'], _runner.LISTS % index), _runner.nul_list(paths))
-                  for index, paths in enumerate(lists))
-    # '.' first: the tree's top directory gets its mode and times too
-    wanted[os.path.join(params['run_dir'], _runner.DIRS_LIST)] = _runner.nul_list(['.'] + dirs)
-    if _unit.active(module, params['unit'], params['run_dir']):
-        # the lists of the migration that runs are its own: this plan is shown, not written
-        result.update(changed=False, running=True)
-        module.exit_json(**result)
-    changed = [path for path, data in sorted(wanted.items()) if _files.read_bytes(path) != data]
-    result.update(changed=bool(changed), running=False)
-    if changed and not module.check_mode:
-        _runner.private_dir(params['run_dir'])
-        for path in changed:
-            _files.write_atomic(module, path, wanted[path], mode=0o600)
+    result = _plan.plan(counts, count, params['rate_bps'])
+    result.update(changed=False, streams_reason=reason,
+                  peak_memory_kb=_runner.peak_kb())
     module.exit_json(**result)
 
 

@@ -9,11 +9,12 @@ module: migrate_run
 short_description: Start a migration on the sender as a systemd unit of its own, which outlives the controller
 version_added: 0.4.0
 description:
-  - Writes the migration's runner (C(module_utils/migrate/runner.py), as it is), its O(config) and the password
-    file into O(run_dir) (root's, 0700; the config and the password 0600 from their first byte) and starts the
-    runner as the transient unit O(unit) with C(systemd-run), so that Ctrl-C on the controller, a lost SSH session or
-    a closed laptop do not stop it. The runner moves the tree over the streams that bdp.wan_tune.migrate_plan
-    listed, proves the copy and removes the password file when it ends.
+  - Writes the migration's runner (C(module_utils/migrate/runner.py), as it is, with the two files it imports,
+    C(tree.py) and C(excludes.py)), its O(config) and the password file into O(run_dir) (root's, 0700; the config
+    and the password 0600 from their first byte) and starts the runner as the transient unit O(unit) with
+    C(systemd-run), so that Ctrl-C on the controller, a lost SSH session or a closed laptop do not stop it. The
+    runner walks the tree and moves it in parts over its streams while it walks, proves the copy and removes the
+    password file when it ends.
   - The password is never a module argument. The action plugin reads it from the receiver's C(rsync_daemon_users)
     (the inventory the receiver was set up with, typically vaulted) on the controller and hands it over in a file;
     the runner gives it to rsync with C(--password-file), never on a command line or in the unit's environment.
@@ -37,7 +38,7 @@ options:
     type: str
     required: true
   run_dir:
-    description: The migration's directory on the sender (the lists of bdp.wan_tune.migrate_plan are there).
+    description: The migration's directory on the sender (root's, 0700; the runner's parts and state are there).
     type: path
     required: true
   unit:
@@ -46,9 +47,10 @@ options:
     required: true
   config:
     description: What the runner moves and where - C(id), C(source), C(url), C(transport), C(command) and C(env)
-      (rsync-ssl's start and environment, or rsync's), C(owners), C(bytes), C(files), C(streams), C(plan), C(proof), C(present_bytes),
-      C(cpu_before), C(bwlimit_bps), C(delete), C(max_delete), C(excludes), C(preserve) (C(acls), C(xattrs),
-      C(sparse)) and C(attributes) (what the tree has of them).
+      (rsync-ssl's start and environment, or rsync's), C(owners), C(bytes) and C(files) (the preflight's counts),
+      C(streams), C(part_files) and C(part_bytes) (a part closes at so many names or bytes; bdp.wan_tune.migrate_plan's
+      C(parts)), C(plan), C(proof), C(present_bytes), C(cpu_before), C(bwlimit_bps), C(delete), C(max_delete),
+      C(excludes), C(preserve) (C(acls), C(xattrs), C(sparse)) and C(attributes) (what the tree has of them).
     type: dict
     required: true
   secret_src:
@@ -100,7 +102,9 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common import files as _files
+from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import excludes as _excludes
 from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import runner as _runner
+from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import tree as _tree
 from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import unit as _unit
 
 RUNNER = 'runner.py'
@@ -144,7 +148,9 @@ def start(module, params, secret, result):
             return
         config = dict(params['config'], run_id='%.6f' % time.time())
         config['env'] = own_identity(module, run_dir, config.get('env') or {}, result)
-        _files.write_atomic(module, os.path.join(run_dir, RUNNER), inspect.getsource(_runner), mode=0o700)
+        for name, source, mode in ((RUNNER, _runner, 0o700), ('tree.py', _tree, 0o600),
+                                   ('excludes.py', _excludes, 0o600)):
+            _files.write_atomic(module, os.path.join(run_dir, name), inspect.getsource(source), mode=mode)
         _files.write_atomic(module, os.path.join(run_dir, _runner.CONFIG), json.dumps(config, indent=1), mode=0o600)
         password = os.path.join(run_dir, _runner.PASSWORD)
         _files.write_atomic(module, password, secret.rstrip(b'\n') + b'\n', mode=0o600)

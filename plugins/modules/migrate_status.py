@@ -10,18 +10,22 @@ short_description: Read how a migration is going on the sender, wait for it with
 version_added: 0.4.0
 description:
   - Reads the migration's unit and the state its runner writes in O(run_dir) - the phase (counting deletes,
-    destination, copying, deleting, proving, resending, proving deletes, directories; done, failed, stopped, refused
-    (a mirror pass past its guard); interrupted when the unit is gone before the runner ended, as after SIGKILL or a
-    reboot), the bytes and files moved, each stream's bytes and times, the proof.
+    destination, copying, deleting, proving, resending, proving again, proving deletes, directories; done, failed,
+    stopped, refused (a mirror pass past its guard); interrupted when the unit is gone before the runner ended, as
+    after SIGKILL or a reboot), the bytes and files moved, the walk that lists the tree while the copy runs (listing
+    or listed, and how much so far - the totals are known once it ends), each stream's bytes, files, parts and times,
+    the proof.
   - With O(wait) (the action plugin), it reads again every O(interval) seconds until the unit has ended, and shows one
-    progress line each time on the controller (bytes, %, Mbit/s, ETA); Ctrl-C on the controller leaves the migration
-    running, and a later run with C(migrate_action=status) comes back to it.
+    progress line each time on the controller (bytes, %, files and files per second, Mbit/s, ETA, and while the tree
+    is still being listed, how much is listed so far); Ctrl-C on the controller leaves the migration running, and a
+    later run with C(migrate_action=status) comes back to it.
   - O(stop=true) stops the unit (the runner ends its streams with SIGTERM; the partial files stay for the next run
     and the password file goes).
   - O(limit_bps) changes the rate of the migration that runs (C(migrate_action=limit)) - it writes the new limit into
-    the run's config and tells the runner (SIGHUP to the unit's main process only), which restarts its copying
-    streams with it; each rsync continues from what the one before sent (the partial files, rsync's quick check),
-    so nothing is sent twice. Later phases (the proof, a second sending) take it too.
+    the run's config and tells the runner (SIGHUP to the unit's main process only), which restarts its running
+    rsyncs with it; the parts done stay done, and each restarted part continues from what the rsync before sent (the
+    partial files, rsync's quick check), so nothing is sent twice. Later parts and phases (the proof, a second
+    sending) take it too.
 author:
   - bdp.wan_tune maintainers (@bdp-wan-tune)
 options:
@@ -75,8 +79,9 @@ state:
   returned: always
   type: str
 progress:
-  description: The runner's state (bytes_total, bytes_done, files, streams, started, ended, proof, verified,
-    mismatches, resent_bytes, literal_bytes, cpu_seconds, message, runs, history), or null.
+  description: The runner's state (bytes_total, bytes_done, files, files_done, walk, streams, first_rsync,
+    first_byte, peak_rss_kb, started, ended, proof, verified, mismatches, resent_bytes, literal_bytes, cpu_seconds,
+    message, runs, history), or null.
   returned: always
   type: dict
 """

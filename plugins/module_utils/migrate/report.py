@@ -5,9 +5,10 @@
 passes before it.  Pure functions: the module bdp.wan_tune.migrate_report writes the JSON, and the migrate role's
 templates render the Markdown and HTML pages from it (the rows below, so that both show the same).
 
-Goodput is what the pass sent (rsync's literal data) over its copying phase (from the first stream's start to the
-last one's end); what the receiver had already is shown beside it, not in it; the start-up (the plan, the
-certificates, the unit) and the proof are reported apart.
+Goodput is what the pass sent (rsync's literal data) over its copying phase (from the start of the walk that lists
+the tree, which the streams follow, to the last stream's end), and files per second the files it sent over the same
+time; what the receiver had already is shown beside them, not in them; the start-up (the preflight, the
+certificates, the unit) and the proof are reported apart, and so is the time to the first rsync and the first byte.
 """
 
 import time
@@ -16,7 +17,8 @@ from ansible_collections.bdp.wan_tune.plugins.module_utils.common.bdp import hum
 
 SCHEMA = 2
 GB = 10 ** 9
-STREAM_FIELDS = ('stream', 'bytes', 'files', 'started', 'ended', 'rc', 'cpu_seconds', 'literal_bytes', 'max_rss_kb')
+STREAM_FIELDS = ('stream', 'bytes', 'files', 'parts', 'started', 'ended', 'rc', 'cpu_seconds', 'literal_bytes',
+                 'max_rss_kb')
 PASS_FIELDS = ('runs', 'run_id', 'state', 'started', 'ended', 'copy_seconds', 'literal_bytes', 'files_sent',
                'deleted', 'vanished', 'changed_at_source', 'differs_at_receiver', 'verified', 'delete', 'proof')
 # What a pass always keeps (rsync -aH --numeric-ids), and what depends on the receiver (migrate_preserve).
@@ -28,7 +30,9 @@ def mbit(bps):
 
 
 def progress_line(progress, now):
-    """'1.2 GB of 2.4 GB (50 %), 2300 files, 812 Mbit/s, ETA 12 s (copying, 4 streams)' from the runner's state."""
+    """'1.2 GB of 2.4 GB (50 %), 2300 of 3000 files (450/s), 812 Mbit/s, ETA 12 s (copying, 4 streams)' from the
+    runner's state; while the runner still lists the tree, the totals are the preflight's and the line says how much
+    is listed so far."""
     if not progress:
         return 'starting'
     done, total = progress.get('bytes_done') or 0, progress.get('bytes_total') or 0
@@ -36,13 +40,18 @@ def progress_line(progress, now):
     started = (progress.get('phases') or {}).get('copying', [progress.get('started')])[0] or now
     elapsed = max(now - started, 0.001)
     rate = done * 8.0 / elapsed
-    line = '%s of %s (%d %%), %s of %s files, %s' % (
+    line = '%s of %s (%d %%), %s of %s files (%d/s), %s' % (
         human_bytes(there), human_bytes(total), 100 * there // total if total else 100,
-        progress.get('files_done') or 0, progress.get('files') or 0, mbit(rate))
+        progress.get('files_done') or 0, progress.get('files') or 0, (progress.get('files_done') or 0) / elapsed,
+        mbit(rate))
     if progress.get('state') == 'copying' and rate > 0 and total > there:
         line += ', ETA %d s' % ((total - there) * 8.0 / rate)
-    return '%s (%s, %d stream%s)' % (line, progress.get('state'), len(progress.get('streams') or []),
-                                     '' if len(progress.get('streams') or []) == 1 else 's')
+    walk = progress.get('walk') or {}
+    listing = '; still listing the tree: %s files, %s so far (the totals are the preflight\'s)' % (
+        walk.get('files', 0), human_bytes(walk.get('bytes', 0))) if walk.get('state') == 'listing' \
+        and progress.get('state') == 'copying' else ''
+    return '%s (%s, %d stream%s%s)' % (line, progress.get('state'), len(progress.get('streams') or []),
+                                       '' if len(progress.get('streams') or []) == 1 else 's', listing)
 
 
 def kept(progress, target):
@@ -75,6 +84,7 @@ def passes(progress):
         row = dict((key, item.get(key)) for key in PASS_FIELDS)
         seconds = row.get('copy_seconds')
         row['goodput_bps'] = int((row.get('literal_bytes') or 0) * 8 / seconds) if seconds else None
+        row['files_per_second'] = round((row.get('files_sent') or 0) / seconds, 1) if seconds else None
         out.append(row)
     return out
 
@@ -97,6 +107,7 @@ def build(status, target, sender, receiver_cpu_after=None, when=None):
     # before the copy counts to its start-up
     proving = [value for key, value in sorted(phases.items()) if key.startswith(('proving', 'resending'))]
     seconds = (copying[1] - copying[0]) if copying[0] and copying[1] else None
+    files_sent = progress.get('files_sent')
     sent = progress.get('literal_bytes')
     sent = sent if sent is not None else progress.get('bytes_done') or 0
     total = progress.get('bytes_total') or plan.get('bytes') or 0
@@ -109,8 +120,13 @@ def build(status, target, sender, receiver_cpu_after=None, when=None):
         'state': status.get('state'), 'bytes': total, 'files': progress.get('files', plan.get('files')),
         'streams': progress.get('stream_count', plan.get('streams')),
         'seconds': round(seconds, 3) if seconds else None,
-        'sent_bytes': sent, 'files_sent': progress.get('files_sent'),
+        'sent_bytes': sent, 'files_sent': files_sent,
         'goodput_bps': int(sent * 8 / seconds) if seconds else None,
+        'files_per_second': round(files_sent / seconds, 1) if seconds and files_sent is not None else None,
+        'first_rsync_seconds': since(progress, progress.get('first_rsync')),
+        'first_byte_seconds': since(progress, progress.get('first_byte')),
+        'listed_at_first_rsync': ((progress.get('first_rsync') or {}).get('listed') or {}).get('files'),
+        'runner_peak_rss_kb': progress.get('peak_rss_kb'), 'parts': (progress.get('walk') or {}).get('parts'),
         'startup_seconds': round(copying[0] - progress['started'], 3) if copying[0] and progress.get('started')
         else None,
         'proof_seconds': round(sum(end - start for start, end in proving if start and end), 3) if proving else None,
@@ -128,7 +144,7 @@ def build(status, target, sender, receiver_cpu_after=None, when=None):
         'kept': yes, 'not_kept': no, 'passes': passes(progress),
         'per_stream': [dict((key, stream.get(key)) for key in STREAM_FIELDS)
                        for stream in progress.get('streams') or []],
-        'plan': dict((key, plan.get(key)) for key in ('streams', 'streams_reason', 'per_stream', 'largest', 'bound',
+        'plan': dict((key, plan.get(key)) for key in ('streams', 'streams_reason', 'parts', 'largest', 'bound',
                                                       'seconds', 'linked', 'attributes', 'peak_memory_kb')),
         'sender_cpu_seconds_per_gb': round(progress['cpu_seconds'] / gigabytes, 3)
         if progress.get('cpu_seconds') is not None and gigabytes else None,
@@ -143,12 +159,22 @@ def build(status, target, sender, receiver_cpu_after=None, when=None):
     return run
 
 
+def since(progress, moment):
+    """Seconds from the runner's start to ``moment`` (a time, or the first rsync's {at}), or None."""
+    moment = moment.get('at') if isinstance(moment, dict) else moment
+    return round(moment - progress['started'], 3) if moment and progress.get('started') else None
+
+
 def verdict(run):
     if run['state'] != 'done':
         return 'NOT DONE (%s)' % run['state']
     if run['verified']:
         return 'VERIFIED (%s)' % run['proof']
     return 'NOT VERIFIED (%d mismatches)' % (run['mismatches'] or 0)
+
+
+def _dash(value):
+    return '-' if value is None else str(value)
 
 
 def _seconds(value):
@@ -166,9 +192,15 @@ def rows(run):
         ('already at the receiver before this pass', human_bytes(run['present_bytes'] or 0)),
         ('sent in this pass', '%s in %s files' % (human_bytes(run['sent_bytes'] or 0),
                                                   '-' if run['files_sent'] is None else run['files_sent'])),
-        ('goodput of this pass', mbit(run['goodput_bps'])), ('copy seconds', _seconds(run['seconds'])),
+        ('goodput of this pass', mbit(run['goodput_bps'])),
+        ('files per second', _dash(run['files_per_second'])),
+        ('copy seconds', _seconds(run['seconds'])),
         ('start-up seconds', _seconds(run['startup_seconds'])), ('proof seconds', _seconds(run['proof_seconds'])),
-        ('streams', run['streams']), ('proof', run['proof']),
+        ('time to the first rsync, s', '-' if run['first_rsync_seconds'] is None else '%s (%s files listed)' % (
+            _seconds(run['first_rsync_seconds']), run['listed_at_first_rsync'])),
+        ('time to the first byte, s', _seconds(run['first_byte_seconds'])),
+        ('streams', '%s (%s parts)' % (run['streams'], '-' if run['parts'] is None else run['parts'])),
+        ('proof', run['proof']),
         ('mismatches found by the proof', '-' if run['mismatches'] is None else
          '%d: %s changed at the source during the pass, %s differed at the receiver' % (
              run['mismatches'], run['changed_at_source'] or 0, run['differs_at_receiver'] or 0)),
@@ -180,6 +212,7 @@ def rows(run):
         ('excluded', ', '.join(run['excludes']) or 'nothing'),
         ('passes', len(run['passes'])),
         ('sender CPU s per GB', '-' if run['sender_cpu_seconds_per_gb'] is None else run['sender_cpu_seconds_per_gb']),
+        ('runner peak memory', _dash(run['runner_peak_rss_kb'] and human_bytes(run['runner_peak_rss_kb'] * 1024))),
         ('receiver CPU s per GB', '-' if run['receiver_cpu_seconds_per_gb'] is None
          else run['receiver_cpu_seconds_per_gb'])]
     table = []
@@ -188,12 +221,14 @@ def rows(run):
         table.append([str(item['runs']), when, item['state'] or '-', 'yes' if item['delete'] else 'no',
                       human_bytes(item['literal_bytes'] or 0), str(item['files_sent'] or 0), str(item['deleted'] or 0),
                       str(item['vanished'] or 0), str(item['changed_at_source'] or 0), _seconds(item['copy_seconds']),
-                      mbit(item['goodput_bps']), {True: 'yes', False: 'no'}.get(item['verified'], '-')])
+                      mbit(item['goodput_bps']), _dash(item['files_per_second']),
+                      {True: 'yes', False: 'no'}.get(item['verified'], '-')])
     streams = []
     for stream in run['per_stream']:
         seconds = stream['ended'] - stream['started'] if stream.get('ended') and stream.get('started') else None
         streams.append([str(stream['stream']), human_bytes(stream['bytes'] or 0), str(stream.get('files') or 0),
-                        _seconds(seconds), str(stream['rc']), str(stream['cpu_seconds'])])
+                        str(stream.get('parts') or 0), _seconds(seconds), str(stream['rc']),
+                        str(stream['cpu_seconds'])])
     return {'summary': [[key, str(value)] for key, value in summary], 'passes': table, 'streams': streams}
 
 

@@ -2,69 +2,100 @@
 # Copyright: (c) 2026, bdp.wan_tune contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The migration's runner: the program the sender's systemd unit runs (the module migrate_run writes this file, as
-it is, into the run's directory and starts it with systemd-run), so that the transfer outlives the controller.
+it is, into the run's directory with its two helpers, tree.py and excludes.py, and starts it with systemd-run), so
+that the transfer outlives the controller.
 
 Standard library only: it runs outside Ansible.  The modules import it too, for the names of the run's files and
-for read_state().  In the run's directory (root's, 0700): config.json (what to move and where), list-<n> (stream n's
-paths, NUL-separated), password (0600, removed when the run ends), the TLS identity it was started with (tls-*,
-its own copy: a certificate renewed or re-issued meanwhile does not change a running pass), state.json (what the
-controller reads).
+for read_state().  In the run's directory (root's, 0700): config.json (what to move and where), password (0600,
+removed when the run ends), the TLS identity it was started with (tls-*, its own copy: a certificate renewed or
+re-issued meanwhile does not change a running pass), state.json (what the controller reads), and what the pass
+writes as it goes (0600): part-<n> (a part's names, NUL-separated), list-dirs, resend-part-<n> (the proof's
+mismatches), the rsyncs' logs.
 
     python3 runner.py RUN_DIR
 
 A run is one pass of the migration: with deletes (a mirror), first a dry run that counts what the receiver has and
-the source no longer has, refused above the guard before anything moves; then the streams (one rsync each, over TLS
-with rsync-ssl, or in cleartext; partial files kept in a partial directory, so that a run after SIGKILL continues
-them); then the deletes; then the proof (an rsync dry run of every list with --checksum, or with rsync's size and time
-check; with deletes, nothing extra at the receiver), the mismatches sent again and proven again, then a last pass
-that gives the directories their times and modes.  A file that vanished from the source meanwhile is listed, not a
-failure; a file that changed at the source after its copy is sent again and counted apart from one that differs at
-the receiver.  SIGTERM stops the streams (the partial files stay).  Each pass ends with a summary, kept in the next
-pass's history, so that the report shows the passes converge.
+the source no longer has, refused above the guard before anything moves; then the copy: the runner walks the tree
+(tree.py, the excludes applied) and cuts it into parts while it walks (fpart's live mode: a part closes at
+part_files names or part_bytes bytes), and each part goes to the first free of the N stream slots (one rsync
+--files-from per part, over TLS with rsync-ssl or in cleartext; a slot runs its parts one after another), so that
+the first bytes move while the tree is still being listed, and no list of the whole tree is ever held; the names of
+a hard-linked inode wait until all are met (or the walk ends) and go into one part, since rsync -H links names only
+within one transfer.  Then the deletes; then the proof (an rsync dry run of every part with --checksum, or with
+rsync's size and time check, N at a time; with deletes, nothing extra at the receiver), the mismatches sent again and
+proven again, then a last pass that gives the directories their times and modes.  A file that vanished from the
+source meanwhile is listed, not a failure; a file that changed at the source after its copy is sent again and
+counted apart from one that differs at the receiver.  SIGHUP restarts the running rsyncs with a new limit (the parts
+done stay done), SIGTERM stops them (the partial files stay).  Each pass ends with a summary, kept in the next pass's
+history, so that the report shows the passes converge.
 """
 
+import collections
 import fcntl
+import glob
 import json
 import os
 import re
 import selectors
 import signal
+import stat
 import subprocess
 import sys
 import time
 
-CONFIG, STATE, PASSWORD, LISTS = 'config.json', 'state.json', 'password', 'list-%d'
-DIRS_LIST, RESEND_LIST, TOP_LIST = 'list-dirs', 'list-resend-%d', 'list-top'
-# Held (flock) by the runner for its whole life: while it is held, the lists, the config and the password are the
-# running migration's, and nothing may write them (migrate_plan and migrate_run try it without waiting).
+try:
+    from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import tree as _tree
+except ImportError:             # the runner's own copy, in the run's directory beside tree.py
+    import tree as _tree  # pylint: disable=import-error
+
+CONFIG, STATE, PASSWORD, PART = 'config.json', 'state.json', 'password', 'part-%06d'
+DIRS_LIST, TOP_LIST = 'list-dirs', 'list-top'
+# what a pass writes as it goes, removed when the next one starts (list-* of the versions that planned lists)
+SCRATCH = ('part-*', 'resend-*', 'left-*', '*-tree', '*.log', 'list-[0-9]*', 'list-resend-*')
+# Held (flock) by the runner for its whole life: while it is held, the config and the password are the running
+# migration's, and nothing may write them (migrate_run tries it without waiting).
 RUN_LOCK = 'run.lock'
 PARTIAL_DIR = '.bdp-migrate-partial'
 LOCK_TRIES = 30                 # 3 s
 INTERVAL = 2.0                  # seconds between two writes of state.json
+WALK_SLICE = 0.05               # seconds of walking between two looks at the rsyncs
 IO_TIMEOUT = 300                # rsync --timeout: a stalled connection ends its stream (the next run continues it)
 KEEP = 50                       # names kept of each kind (mismatched, vanished, deleted) in the state
-PROGRESS_RE = re.compile(rb'^\s*([\d,]+)\s+\d+%.*?(?:xfr#(\d+))?')
-STATS = {'literal': rb'Literal data: ([\d,]+)', 'matched': rb'Matched data: ([\d,]+)',
-         'files': rb'Number of regular files transferred: ([\d,]+)', 'deleted': rb'Number of deleted files: ([\d,]+)'}
+# A part closes at PART_FILES names or PART_BYTES bytes (docs/migration.md, "Parts"): each part is one rsync, one
+# connection, whose handshakes and slow start cost about a second on a long path, and whose file list both ends hold
+# in memory; a tree smaller than N parts of these is cut into N parts (part_limits()), so that every stream has one.
+PART_FILES = 20000
+PART_BYTES = 8 * 2 ** 30
+TREE = ''                       # a list that is the whole tree (the deletes)
+PROGRESS_RE = re.compile(rb'\s*([\d,]+)\s+\d+%(?:.*?xfr#(\d+))?')
+STATS = dict((key, re.compile(pattern)) for key, pattern in (
+    ('literal', rb'Literal data: ([\d,]+)'), ('matched', rb'Matched data: ([\d,]+)'),
+    ('files', rb'Number of regular files transferred: ([\d,]+)'), ('deleted', rb'Number of deleted files: ([\d,]+)')))
+READ = 65536                    # bytes of an rsync's output read at once, into its stream's own buffer
 ITEM_RE = re.compile(rb'^([<>c.h*][fdLDS][^ ]*|\*deleting) +(.*)$')
-# a file gone from the source after the plan listed it (link_stat, exit 23) or while rsync read it (exit 24)
+# a file gone from the source after the walk listed it (link_stat, exit 23) or while rsync read it (exit 24)
 VANISHED_RE = re.compile(rb'file has vanished: "(.*)"|link_stat "(.*)" failed: No such file or directory \(2\)')
 ERROR_LINE = b'rsync: '
 VANISHED_RCS = (23, 24)
 ESCAPE_RE = re.compile(rb'\\#([0-7]{3})')
 # the attributes the streams keep, each with its rsync option (the module's owners are --no-owner --no-group)
 ATTRIBUTES = (('acls', '-A'), ('xattrs', '-X'), ('sparse', '-S'))
+SUMMED = ('bytes', 'files', 'literal_bytes', 'matched_bytes', 'parts')
+
+
+def encode(path):
+    return path.encode('utf-8', 'surrogateescape')
 
 
 def nul_list(paths):
     """A file list as rsync's --files-from with --from0 reads it (any byte of a name kept)."""
-    return b''.join(path.encode('utf-8', 'surrogateescape') + b'\0' for path in paths)
+    return b''.join(encode(path) + b'\0' for path in paths)
 
 
 def unescape(raw):
     """A name as rsync printed it (bytes: \\#ooo for a byte it does not print, and for a backslash before #) as the
-    file system holds it, as text (what is not UTF-8 as surrogate escapes, as walk() and nul_list() read it)."""
-    return ESCAPE_RE.sub(lambda match: bytes([int(match.group(1), 8)]), raw).decode('utf-8', 'surrogateescape')
+    file system holds it (bytes)."""
+    return ESCAPE_RE.sub(lambda match: bytes([int(match.group(1), 8)]), raw)
 
 
 def private_dir(path):
@@ -72,6 +103,15 @@ def private_dir(path):
     if not os.path.isdir(path):
         os.makedirs(path, 0o700)
     os.chmod(path, 0o700)
+
+
+def private_file(path):
+    """``path`` opened for writing (binary), new and 0600 from its first byte."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), 'wb')
 
 
 def read_json(path, default=None):
@@ -111,6 +151,30 @@ def running(run_dir):
     return False
 
 
+def part_limits(names, total, streams):
+    """(names, bytes) at which a part closes, for a tree of ``names`` names and ``total`` bytes (the preflight's
+    counts) on ``streams`` streams: at most PART_FILES and PART_BYTES, cut so that the tree makes a whole number of
+    rounds of ``streams`` parts of about equal size (every stream has work to the end)."""
+    def limit(amount, most):
+        rounds = -(-amount // (most * max(1, streams)))          # at least one part per stream
+        return max(1, -(-amount // (rounds * max(1, streams)))) if amount > 0 else most
+    return limit(names, PART_FILES), limit(total, PART_BYTES)
+
+
+def peak_kb(pid='self'):
+    """The peak resident set of a process (VmHWM), in kB, or None when it is gone.  Not getrusage()'s ru_maxrss: the
+    kernel carries the high-water mark of the process that forked across exec, so an rsync (or a runner) would show
+    at least its parent's."""
+    try:
+        with open('/proc/%s/status' % pid) as handle:
+            for line in handle:
+                if line.startswith('VmHWM:'):
+                    return int(line.split()[1])
+    except (IOError, OSError, ValueError):
+        pass
+    return None
+
+
 def exit_code(status):
     """The exit code of a wait status; a signal's death is 128 + its number (never 0)."""
     if os.WIFSIGNALED(status):
@@ -134,7 +198,7 @@ def options(config):
 
 def rsync_argv(config, list_path, extra=()):
     """The rsync (or rsync-ssl) command of one stream of ``config`` over the NUL-separated list at ``list_path``
-    (None: the whole tree, as the deletes read it)."""
+    (TREE: the whole tree, as the deletes read it)."""
     binary = list(config.get('command') or ['rsync'])       # rsynctls.client_command()'s, through the config
     limit = ['--bwlimit=%dk' % max(1, config['bwlimit_bps'] // 8 // 1024 // config['streams'])] \
         if config.get('bwlimit_bps') else []
@@ -150,44 +214,73 @@ def environment(config):
 
 
 class Stream(object):
-    """One rsync and what it said: bytes and files so far (progress2), its statistics, the items it printed (names
-    unescaped), the files it found vanished, its end."""
+    """One rsync of slot ``index`` over one list and what it said: bytes and files so far (progress2), its
+    statistics, the names it itemized (unescaped, written NUL-separated to ``items``: the proof's mismatches, the
+    deletes; counted, the first KEEP kept), the files it found vanished, its end."""
 
-    def __init__(self, index, argv, env, log, items=False):
-        self.index, self.started, self.ended, self.rc = index, time.time(), None, None
-        self.bytes, self.files, self.stats, self.cpu, self.max_rss_kb = 0, 0, {}, 0.0, 0
-        self.items = [] if items else None
-        self.log_path = log
-        self.log = open(log, 'ab')
+    def __init__(self, index, list_path, phase, argv, env, log, items=None):
+        self.index, self.list_path, self.phase, self.log_path = index, list_path, phase, log
+        self.started, self.ended, self.rc, self.restart = time.time(), None, None, False
+        self.bytes, self.files, self.stats, self.cpu, self.max_rss_kb, self.sampled = 0, 0, {}, 0.0, None, 0
+        self.items_path, self.count, self.names = items, 0, []
+        self.items = private_file(items) if items else None
+        self.log = private_file(log)
         self.proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=self.log, stdin=subprocess.DEVNULL,
                                      start_new_session=True)
-        self.buffer = b''
+        self.buffer, self.chunk = bytearray(), bytearray(READ)
+
+    def read(self):
+        """Read what rsync printed (into the stream's own buffers: with progress2, rsync prints a line per file, and
+        a new bytes object for each read fragments the runner's heap); 0 at its end."""
+        count = os.readv(self.proc.stdout.fileno(), [self.chunk])
+        if count:
+            self.feed(memoryview(self.chunk)[:count])
+        return count
 
     def feed(self, data):
-        self.buffer += data
-        parts = re.split(rb'[\r\n]', self.buffer)
-        self.buffer = parts.pop()
-        for part in parts:
-            match = PROGRESS_RE.match(part)
-            if match:
-                self.bytes = number(match.group(1))
-                self.files = number(match.group(2)) or self.files
+        """Take rsync's output: its itemized names, its statistics, and of its progress lines the last."""
+        buffer = self.buffer
+        buffer += data
+        end = max(buffer.rfind(b'\r'), buffer.rfind(b'\n'))
+        if end < 0:
+            return
+        for line in bytes(buffer[:end]).splitlines() if self.items is not None else ():
+            item = ITEM_RE.match(line)
+            if item and (item.group(1) == b'*deleting' or item.group(1)[1:2] == b'f' and item.group(1)[:1] in b'<>c'):
+                name = unescape(item.group(2))
+                self.items.write(name + b'\0')
+                self.count += 1
+                if len(self.names) < KEEP:
+                    self.names.append(name.decode('utf-8', 'surrogateescape'))
+        last = buffer.rfind(b'% ', 0, end)
+        match = PROGRESS_RE.match(buffer, max(buffer.rfind(b'\r', 0, last), buffer.rfind(b'\n', 0, last)) + 1,
+                                  end) if last >= 0 else None
+        if match:
+            self.bytes = number(match.group(1))
+            self.files = number(match.group(2)) or self.files
+        if buffer.find(b': ', 0, end) >= 0:
             for key, pattern in STATS.items():
-                found = re.search(pattern, part)
+                found = pattern.search(buffer, 0, end)
                 if found:
                     self.stats[key] = number(found.group(1))
-            item = ITEM_RE.match(part) if self.items is not None else None
-            if item and (item.group(1) == b'*deleting' or item.group(1)[1:2] == b'f' and item.group(1)[:1] in b'<>c'):
-                self.items.append((item.group(1).decode('ascii'), unescape(item.group(2))))
+        del buffer[:end + 1]
+
+    def sample(self, now):
+        """The rsync's peak memory so far, read at most every INTERVAL / 4 seconds (not at its end: the kernel frees
+        its memory before its output closes, so a part shorter than that may show none)."""
+        if now - self.sampled >= INTERVAL / 4:
+            self.sampled = now
+            self.max_rss_kb = max(self.max_rss_kb or 0, peak_kb(self.proc.pid) or 0) or None
 
     def finish(self):
         dummy, status, usage = os.wait4(self.proc.pid, 0)
         self.rc = exit_code(status)
         self.cpu = usage.ru_utime + usage.ru_stime
-        self.max_rss_kb = usage.ru_maxrss
         self.ended = time.time()
         self.proc.returncode = self.rc
         self.log.close()
+        if self.items:
+            self.items.close()
 
     def vanished(self, source):
         """The files that vanished from the source (relative to it), from rsync's log; None when the log has an
@@ -197,44 +290,231 @@ class Stream(object):
                 lines = handle.read().splitlines()
         except (IOError, OSError):
             return None
-        prefix = (source.rstrip('/') + '/').encode('utf-8', 'surrogateescape')
+        prefix = encode(source.rstrip('/') + '/')
         names = []
         for line in lines:
             match = VANISHED_RE.search(line)
             if match:
                 name = match.group(1) if match.group(1) is not None else match.group(2)
-                names.append(unescape(name[len(prefix):] if name.startswith(prefix) else name))
+                names.append(unescape(name[len(prefix):] if name.startswith(prefix) else name).decode(
+                    'utf-8', 'surrogateescape'))
             elif line.startswith(ERROR_LINE):
                 return None
         return names
 
     def figures(self):
+        """The figures of this rsync; one stopped for a new limit (restart) printed no statistics: what it sent is
+        its progress, and its list runs again (no part done)."""
+        restarted = self.restart and self.rc is not None
         return {'stream': self.index, 'bytes': self.bytes, 'files': self.stats.get('files', self.files),
-                'started': self.started, 'ended': self.ended, 'rc': self.rc, 'cpu_seconds': round(self.cpu, 3),
-                'max_rss_kb': self.max_rss_kb,
-                'literal_bytes': self.stats.get('literal', 0), 'matched_bytes': self.stats.get('matched', 0)}
+                'started': self.started, 'ended': self.ended, 'rc': None if restarted else self.rc,
+                'cpu_seconds': round(self.cpu, 3), 'max_rss_kb': self.max_rss_kb, 'parts': 0 if restarted else 1,
+                'literal_bytes': self.bytes if restarted else self.stats.get('literal', 0),
+                'matched_bytes': self.stats.get('matched', 0), 'part': os.path.basename(self.list_path or '')}
 
 
-class Proof(object):
-    """What a pass proves and guards, with the runner's streams (Runner below): the deletes counted before anything
-    moves and refused past the guard, the destination made once, the proof with its second sending."""
+class Parts(object):
+    """The tree cut into parts while it is walked (fpart's live mode): a part closes at ``part_files`` names or
+    ``part_bytes`` bytes (a file that would take it past the bytes starts the next one), and is written, NUL-separated,
+    to part-<n> in the run's directory; the directories go to list-dirs as they are met (the last pass gives them
+    their modes and times).  A file with more than one name waits, by its inode, until all its names are met (or
+    the walk ends), and then goes with them into one part: memory holds those names and the walk's stack only.
+    ``walk`` is the state's figures of the walk, counted as it goes (each inode's bytes once)."""
 
-    def check(self, streams, phase):
-        """Raise when one of ``streams`` failed; a file that vanished from the source is kept as such, not a
-        failure."""
-        for stream in streams:
-            names = stream.vanished(self.config['source']) if stream.rc in VANISHED_RCS else None
-            if names:
-                self.vanished(names)
-            elif stream.rc != 0:
-                raise RuntimeError('%s: list %d ended with rsync exit %d: %s' % (
-                    phase, stream.index, stream.rc, tail(self.run_dir, phase, stream.index)))
+    def __init__(self, run_dir, config, walk):
+        self.run_dir, self.config, self.walk = run_dir, config, walk
+        self.max_files = int(config.get('part_files') or PART_FILES)
+        self.max_bytes = int(config.get('part_bytes') or PART_BYTES)
+        self.handle, self.files, self.bytes, self.paths = None, 0, 0, []
+
+    def __iter__(self):
+        """None after each entry (the walk goes on), a part's path when the part closes."""
+        walk, linked = self.walk, {}
+        with private_file(os.path.join(self.run_dir, DIRS_LIST)) as dirs:
+            dirs.write(b'.\0')                      # the tree's top directory gets its mode and times too
+            for path, dummy, info in _tree.walk(self.config['source'], self.config.get('excludes') or []):
+                names, size = [path], 0
+                if info is None:
+                    dirs.write(encode(path) + b'\0')
+                    walk['dirs'] += 1
+                    names = []
+                elif not stat.S_ISREG(info.st_mode):
+                    walk['others'] += 1
+                elif info.st_nlink > 1:
+                    walk['files'] += 1
+                    names, size = self.link(linked, path, info)
+                else:
+                    walk['files'] += 1
+                    walk['bytes'] += info.st_size
+                    size = info.st_size
+                yield from self.add(names, size)
+                yield None
+        for names, size, dummy in list(linked.values()):     # inodes with names outside the tree (or excluded)
+            yield from self.add(names, size)
+        if self.handle:
+            yield self.close()
+        walk.update(state='listed', ended=time.time())
+
+    def link(self, linked, path, info):
+        """([names], bytes) of the hard-linked inode of ``path`` once all its names are met, else ([], 0)."""
+        key = (info.st_dev, info.st_ino)
+        if key not in linked:
+            linked[key] = ([], info.st_size, info.st_nlink)
+            self.walk['bytes'] += info.st_size
+        else:
+            self.walk['linked'] += 1
+        names, size, count = linked[key]
+        names.append(path)
+        if len(names) < count:
+            return [], 0
+        del linked[key]
+        return names, size
+
+    def add(self, names, size):
+        """Put ``names`` (of one inode: ``size`` bytes) into the open part: the parts it closed."""
+        closed = []
+        if not names:
+            return closed
+        if self.handle and (self.files + len(names) > self.max_files or self.bytes + size > self.max_bytes):
+            closed.append(self.close())
+        if not self.handle:
+            self.paths.append(os.path.join(self.run_dir, PART % (len(self.paths) + 1)))
+            self.handle = private_file(self.paths[-1])
+        self.handle.write(nul_list(names))
+        self.files += len(names)
+        self.bytes += size
+        if self.files >= self.max_files or self.bytes >= self.max_bytes:
+            closed.append(self.close())
+        return closed
+
+    def close(self):
+        self.handle.close()
+        self.handle, self.files, self.bytes = None, 0, 0
+        self.walk['parts'] = len(self.paths)
+        return self.paths[-1]
+
+
+class Slots(object):
+    """The runner's rsyncs (Runner below): at most N at once, each list on the first free of N slots."""
+
+    def run_streams(self, lists, extra=(), phase='copying', items=None, gate=None):
+        """Run one rsync per list that ``lists`` yields (a list's path; TREE: the whole tree; None: none ready yet,
+        the walk goes on), at most config['streams'] at once, each on the first free slot.  ``items``: the prefix of
+        the file each rsync writes its itemized names to.  ``gate``: the list that runs alone before the others (the
+        destination, made once, while the walk goes on).  The copy's figures go to the state's streams, each slot's
+        added up over its rsyncs; a list whose rsync was stopped for a new limit runs again.  {failures (messages),
+        items [(file, count, first names)], literal (bytes sent)}."""
+        env, selector = environment(self.config), selectors.DefaultSelector()
+        slots = self.current = [None] * self.config['streams']
+        totals, ready, lists, listing = [None] * len(slots), collections.deque(), iter(lists), True
+        out = {'failures': [], 'items': [], 'literal': 0}
+
+        def start(index, path, kind):
+            stream = Stream(index, path, kind, rsync_argv(self.config, path, ['--exclude=*'] if kind == 'destination'
+                                                          else extra), env,
+                            os.path.join(self.run_dir, '%s-%s.log' % (kind, os.path.basename(path) or 'tree')),
+                            os.path.join(self.run_dir, items + (os.path.basename(path) or 'tree')) if items else None)
+            selector.register(stream.proc.stdout, selectors.EVENT_READ, stream)
+            self.state['phases'].setdefault(kind, [stream.started, None])
+            if kind == 'copying' and not self.state.get('first_rsync'):
+                self.state['first_rsync'] = {'at': stream.started, 'listed': dict(self.state['walk'])}
+            return stream
+
+        self.state['phases'][phase] = [time.time(), None]
+        self.state['state'] = phase
+        if gate:
+            gate = slots[0] = start(0, gate, 'destination')
+        self.save(force=True)           # a new phase shows at once (status reads it)
+        while True:
+            free = [] if gate else [index for index, stream in enumerate(slots) if stream is None]
+            try:
+                listing = listing and not (self.stopping or out['failures']) and self.take(lists, ready, len(free))
+            except (OSError, _tree.TreeError) as exc:
+                out['failures'].append('listing the tree: %s' % exc)
+                listing = False
+            while free and ready and not (self.stopping or out['failures']):
+                index = free.pop(0)
+                slots[index] = start(index, ready.popleft(), phase)
+            if not any(slots) and (self.stopping or out['failures'] or not (listing or ready)):
+                break
+            for key, dummy in selector.select(timeout=0 if listing else INTERVAL):
+                stream = key.data
+                if stream.read():
+                    continue
+                selector.unregister(key.fileobj)
+                key.fileobj.close()
+                stream.finish()
+                slots[stream.index] = None
+                if stream is gate:
+                    gate = None
+                    self.state['phases']['destination'][1] = stream.ended
+                elif phase == 'copying':
+                    totals[stream.index] = add(totals[stream.index], stream.figures())
+                self.ended(stream, ready, out)
+            for stream in slots:
+                if stream:
+                    stream.sample(time.time())
+            if phase == 'copying':
+                self.figures([add(totals[index], slots[index].figures() if slots[index] and slots[index] is not gate
+                                  else None) for index in range(len(slots))])
+            self.save()
+        self.state['phases'][phase][1] = time.time()
+        self.current = []
+        selector.close()
+        return out
+
+    def take(self, lists, ready, free):
+        """Step ``lists`` until ``free`` lists are ready (walk on for WALK_SLICE seconds when no slot is free);
+        False once it has ended."""
+        deadline = time.time() + WALK_SLICE
+        while time.time() < deadline and (not free or len(ready) < free):
+            item = next(lists, False)
+            if item is False:
+                return False
+            if item is not None:
+                ready.append(item)
+        return True
+
+    def ended(self, stream, ready, out):
+        """Take the end of ``stream``: its items, what it sent, its list again when it was stopped for a new limit,
+        its vanished files (not a failure), or its failure."""
+        if stream.restart and not self.stopping:
+            ready.appendleft(stream.list_path)
+            return
+        if stream.items_path:
+            out['items'].append((stream.items_path, stream.count, stream.names))
+        out['literal'] += stream.stats.get('literal', 0)
+        names = stream.vanished(self.config['source']) if stream.rc in VANISHED_RCS else None
+        if names:
+            self.vanished(names)
+        elif stream.rc != 0 and not self.stopping:
+            out['failures'].append('%s: stream %d (%s) ended with rsync exit %d: %s' % (
+                stream.phase, stream.index, os.path.basename(stream.list_path) or 'the whole tree', stream.rc,
+                tail(stream.log_path)))
 
     def vanished(self, names):
         known = set(self.state['vanished_names'])
         new = [name for name in names if name not in known]
         self.state['vanished'] += len(new)
         self.state['vanished_names'] = (self.state['vanished_names'] + new)[:KEEP]
+
+    def figures(self, streams):
+        """Keep the copying slots' figures, and their sums; the moment the first byte moved; the tree's total once
+        it is listed."""
+        walk = self.state['walk']
+        if walk['state'] == 'listed' and walk['ended'] != self.state.get('listed'):
+            self.state.update(bytes_total=walk['bytes'], files=walk['files'], listed=walk['ended'])
+            self.save(force=True)
+        self.state['streams'] = [stream for stream in streams if stream]
+        self.state['bytes_done'] = sum(stream['bytes'] for stream in self.state['streams'])
+        self.state['files_done'] = sum(stream['files'] for stream in self.state['streams'])
+        if self.state['bytes_done'] and not self.state.get('first_byte'):
+            self.state['first_byte'] = time.time()
+
+
+class Proof(Slots):
+    """What a pass proves and guards: the deletes counted before anything moves and refused past the guard, the
+    proof with its second sending."""
 
     def guard(self):
         """With deletes: count what the pass would delete; refuse (nothing moved, nothing deleted) above
@@ -243,91 +523,70 @@ class Proof(object):
         if found is None:
             return True                     # stopped: run() says so
         limit = self.config.get('max_delete', -1)
-        self.state['would_delete'] = len(found)
-        if 0 <= limit < len(found):
-            self.state['deleted_names'] = found[:KEEP]
+        self.state['would_delete'] = found[0]
+        if 0 <= limit < found[0]:
+            self.state['deleted_names'] = found[1]
             self.state['message'] = ('this pass would delete %d files in %s, more than migrate_max_delete=%d; nothing '
                                      'was deleted or sent. Check the source (a missing mount?), then give a higher '
                                      'migrate_max_delete (-1: no limit) to allow it.'
-                                     % (len(found), self.config['url'], limit))
+                                     % (found[0], self.config['url'], limit))
             return False
         return True
 
-    def destination(self, lists):
-        """The destination first, by one rsync: streams that start together would each create it, and the receiver
-        of all but the first ends with 'mkdir ... failed: File exists' (rsync exit 11).  The top directory only: '.'
-        in a list sends its files too (rsync's --dirs), --exclude=* keeps them back.  False when stopped."""
-        if len(lists) < 2:
-            return True
-        top = os.path.join(self.run_dir, TOP_LIST)
-        with open(top, 'wb') as handle:
-            handle.write(nul_list(['.']))
-        self.check(self.run_streams([top], ['--exclude=*'], phase='destination'), 'destination')
-        return not self.stopping
+    def itemized(self, lists, extra, phase, prefix):
+        """What rsync itemizes for ``lists`` (N at a time) with ``extra``: [(the file of the names, count, the first
+        names)], None when stopped; RuntimeError when an rsync failed."""
+        result = self.run_streams(lists, extra + ['--out-format=%i %n', '-8'], phase=phase, items=prefix)
+        if self.stopping:
+            return None
+        check(result)
+        return result['items']
 
     def extraneous(self, phase, real=False):
         """What the receiver's destination has and the source no longer has (the excludes and the partial files
-        kept): counted by a dry run, or deleted (``real``); the names, or None when the runner was stopped."""
-        extra = ['--recursive', '--delete', '--existing', '--ignore-existing', '--out-format=%i %n', '-8',
-                 '--exclude=' + PARTIAL_DIR + '/']
+        kept): counted by a dry run, or deleted (``real``); (count, the first names), or None when stopped."""
+        extra = ['--recursive', '--delete', '--existing', '--ignore-existing', '--exclude=' + PARTIAL_DIR + '/']
         if not real:
             extra.append('--dry-run')
         elif self.config.get('max_delete', -1) >= 0:
             extra.append('--max-delete=%d' % self.config['max_delete'])
-        streams = self.run_streams([None], extra, phase=phase, items=True)
-        if self.stopping:
-            return None
-        self.check(streams, phase)
-        return [name for kind, name in streams[0].items if kind == '*deleting']
+        found = self.itemized([TREE], extra, phase, phase.replace(' ', '-') + '-')
+        return found and found[0][1:]
 
-    def mismatches(self, lists, phase):
-        """The files whose content (proof checksum) or size and time (proof size) differ at the receiver, from a dry
-        run of every list at once; None when the runner was stopped meanwhile."""
-        extra = ['--dry-run', '--out-format=%i %n', '-8']
-        if self.config['proof'] == 'checksum':
-            extra.append('--checksum')
-        streams = self.run_streams(lists, extra, phase=phase, items=True)
-        if self.stopping:
-            return None
-        self.check(streams, phase)
-        return [name for stream in streams for kind, name in stream.items if kind != '*deleting']
-
-    def prove(self, lists):
-        """Compare, send the mismatches again, compare them again: verified only at zero (never when stopped), and,
-        with deletes, when the receiver has nothing the source has not.  A mismatch whose source changed after the
-        copy began (its modification time) changed at the source (a live tree); the others differ at the receiver."""
-        found = self.mismatches(lists, 'proving')
+    def prove(self, parts):
+        """Compare (a dry run of each part, N at a time), send the mismatches again, compare them again: verified
+        only at zero (never when stopped), and, with deletes, when the receiver has nothing the source has not.  A
+        mismatch whose source changed after the copy began (its modification time) changed at the source (a live
+        tree); the others differ at the receiver."""
+        checksum = ['--checksum'] if self.config['proof'] == 'checksum' else []
+        found = self.itemized(parts, ['--dry-run'] + checksum, 'proving', 'resend-')
         if found is None:
             return
+        count = sum(item[1] for item in found)
         copied = (self.state['phases'].get('copying') or [time.time()])[0]
-        at_source = [name for name in found if changed_since(self.config['source'], name, copied)]
-        self.state.update(mismatches=len(found), mismatched=found[:KEEP], changed_at_source=len(at_source),
-                          differs_at_receiver=len(found) - len(at_source))
-        verified = not found
-        if found:
-            resend = []
-            for index in range(min(len(found), len(lists))):
-                path = os.path.join(self.run_dir, RESEND_LIST % index)
-                with open(path, 'wb') as handle:
-                    handle.write(nul_list(found[index::len(lists)]))
-                resend.append(path)
-            sent = self.run_streams(resend, ['--info=stats2'] + (['--checksum'] if self.config['proof'] == 'checksum'
-                                                                 else []), phase='resending')
+        at_source = sum(1 for item in found for name in read_list(item[0])
+                        if changed_since(self.config['source'], name, copied))
+        self.state.update(mismatches=count, mismatched=[name for item in found for name in item[2]][:KEEP],
+                          changed_at_source=at_source, differs_at_receiver=count - at_source)
+        verified = not count
+        if count:
+            resend = [item[0] for item in found if item[1]]
+            sent = self.run_streams(resend, ['--info=stats2'] + checksum, phase='resending')
             if self.stopping:
                 return
-            self.check(sent, 'resending')
-            self.state['resent_bytes'] += sum(stream.stats.get('literal', 0) for stream in sent)
-            left = self.mismatches(resend, 'proving again')
+            check(sent)
+            self.state['resent_bytes'] += sent['literal']
+            left = self.itemized(resend, ['--dry-run'] + checksum, 'proving again', 'left-')
             if left is None:
                 return
-            self.state['mismatches_after_resend'] = len(left)
-            verified = not left
+            self.state['mismatches_after_resend'] = sum(item[1] for item in left)
+            verified = not self.state['mismatches_after_resend']
         if self.config.get('delete'):
             extra = self.extraneous('proving deletes')
             if extra is None:
                 return
-            self.state['extra'] = len(extra)
-            verified = verified and not extra
+            self.state['extra'] = extra[0]
+            verified = verified and not extra[0]
         self.state['verified'] = verified
 
 
@@ -345,6 +604,9 @@ class Runner(Proof):
                       'cpu_before': self.config.get('cpu_before'),
                       'started': time.time(), 'ended': None, 'bytes_total': self.config['bytes'],
                       'files': self.config['files'], 'streams': [], 'bytes_done': 0, 'files_done': 0,
+                      'walk': {'state': 'listing', 'files': 0, 'bytes': 0, 'dirs': 0, 'others': 0, 'linked': 0,
+                               'parts': 0, 'started': None, 'ended': None},
+                      'first_rsync': None, 'first_byte': None, 'peak_rss_kb': 0,
                       'mismatches': None, 'verified': None, 'proof': self.config['proof'], 'resent_bytes': 0,
                       'message': '', 'transport': self.config['transport'],
                       'present_bytes': self.config.get('present_bytes', 0), 'stream_count': self.config['streams'],
@@ -354,88 +616,54 @@ class Runner(Proof):
                       'owners': self.config.get('owners', True), 'excludes': self.config.get('excludes') or [],
                       'history': (previous.get('history') or [])
                       + ([previous['summary']] if previous.get('summary') else [])}
-        self.stopping = self.reloading = False
+        self.stopping = False
         self.last_write = 0
         self.current = []
 
     def save(self, force=False):
         now = time.time()
         if force or now - self.last_write >= INTERVAL:
+            self.state['peak_rss_kb'] = peak_kb()
             write_json(os.path.join(self.run_dir, STATE), self.state)
             self.last_write = now
 
-    def run_streams(self, lists, extra=(), phase='copying', items=False, before=None):
-        """Run one rsync per list at once (None: the whole tree); [Stream] when all have ended.  ``before``: each
-        stream's figures of the rsyncs of its list that ran before in this phase (a restart), added to its own."""
-        before = before or [None] * len(lists)
-        env = environment(self.config)
-        selector = selectors.DefaultSelector()
-        streams = self.current = []
-        self.state.setdefault('phases', {})[phase] = [time.time(), None]
-        for index, path in enumerate(lists):
-            if self.stopping:
-                break
-            stream = Stream(index, rsync_argv(self.config, path, extra), env,
-                            os.path.join(self.run_dir, '%s-%d.log' % (phase, index)), items)
-            selector.register(stream.proc.stdout, selectors.EVENT_READ, stream)
-            streams.append(stream)
-        open_pipes = len(streams)
-        self.state['state'] = phase
-        self.save(force=True)           # a new phase shows at once (status reads it)
-        while open_pipes:
-            for key, dummy in selector.select(timeout=INTERVAL):
-                data = os.read(key.fileobj.fileno(), 65536)
-                if data:
-                    key.data.feed(data)
-                    continue
-                selector.unregister(key.fileobj)
-                key.fileobj.close()
-                key.data.finish()
-                open_pipes -= 1
-            if phase == 'copying':
-                self.figures([add(before[stream.index], stream.figures()) for stream in streams])
-            self.save()
-        self.state['phases'][phase][1] = time.time()
-        self.current = []
-        return streams
-
-    def figures(self, streams):
-        """Keep the copying streams' figures, and their sums."""
-        self.state['streams'] = streams
-        self.state['bytes_done'] = sum(stream['bytes'] for stream in streams)
-        self.state['files_done'] = sum(stream['files'] for stream in streams)
-
-    def copy(self, lists):
-        """The copying phase: [Stream] of its last rsyncs.  A new limit (SIGHUP: migrate_action=limit wrote it into
-        the config) restarts the streams with it, each rsync continuing from what the one before sent (the partial
-        files, rsync's quick check); each stream's figures add up over its rsyncs."""
-        before = None
-        while True:
-            self.reloading = False
-            streams = self.run_streams(lists, ['--info=progress2,stats2'], before=before)
-            before = list(self.state['streams'])
-            if self.stopping or not self.reloading:
-                return streams
+    def copy(self):
+        """The copying phase: the walk's parts on the N slots as they close, the destination made first (alone,
+        while the walk goes on) when there are several; the parts, or None when it failed or was stopped."""
+        parts = Parts(self.run_dir, self.config, self.state['walk'])
+        self.state['walk']['started'] = time.time()
+        gate = None
+        if self.config['streams'] > 1:
+            gate = os.path.join(self.run_dir, TOP_LIST)
+            with private_file(gate) as handle:
+                handle.write(nul_list(['.']))
+        result = self.run_streams(parts, ['--info=progress2,stats2'], gate=gate)
+        if result['failures']:
+            self.state['message'] = '; '.join(result['failures'])
+        return None if self.stopping or result['failures'] else parts.paths
 
     def reload(self, signum, frame):
-        """SIGHUP: read the limit from the config again; the copying streams restart with it, later phases take it."""
+        """SIGHUP: read the limit from the config again; the copying rsyncs restart with it (their parts run again,
+        each continuing from what the one before sent: the partial files, rsync's quick check), later phases take
+        it."""
         limit = (read_json(os.path.join(self.run_dir, CONFIG)) or {}).get('bwlimit_bps', 0) or 0
         self.config['bwlimit_bps'] = limit
         self.state['bwlimit_bps'] = limit
         self.state.setdefault('limits', []).append([time.time(), limit])
-        if self.state.get('state') == 'copying':
-            self.reloading = True
-            self.terminate()
+        for stream in self.current:
+            if stream and stream.phase == 'copying' and stream.rc is None:
+                stream.restart = True
+        self.terminate(restarting=True)
 
     def stop(self, signum, frame):
         self.stopping = True
         self.state['message'] = 'stopped by signal %d; the partial files stay for the next run' % signum
         self.terminate()
 
-    def terminate(self):
-        """SIGTERM to the rsyncs that run (each keeps its partial file)."""
+    def terminate(self, restarting=False):
+        """SIGTERM to the rsyncs that run (each keeps its partial file); ``restarting``: those to restart only."""
         for stream in self.current:
-            if stream.rc is None:           # not poll(): it would reap the process that finish() waits for
+            if stream and stream.rc is None and (stream.restart or not restarting):   # not poll(): finish() reaps
                 try:
                     os.killpg(stream.proc.pid, signal.SIGTERM)
                 except (ProcessLookupError, PermissionError):
@@ -465,37 +693,29 @@ class Runner(Proof):
         signal.signal(signal.SIGTERM, self.stop)
         signal.signal(signal.SIGINT, self.stop)
         signal.signal(signal.SIGHUP, self.reload)
-        lists = [os.path.join(self.run_dir, LISTS % index) for index in range(self.config['streams'])]
+        for pattern in SCRATCH:
+            for path in glob.glob(os.path.join(glob.escape(self.run_dir), pattern)):
+                os.unlink(path)
         self.save(force=True)
         try:
             if self.config.get('delete') and not self.guard():
                 return self.end('refused', 1)
-            if self.stopping or not self.destination(lists):
-                return self.end('stopped', 2)
-            streams = self.copy(lists)
-            if self.stopping:
-                return self.end('stopped', 2)
-            failed = [stream for stream in streams if stream.rc != 0
-                      and not (stream.rc in VANISHED_RCS and stream.vanished(self.config['source']))]
-            if failed:
-                self.state['message'] = '; '.join('stream %d: rsync exit %d: %s' % (
-                    stream.index, stream.rc, tail(self.run_dir, 'copying', stream.index)) for stream in failed)
-                return self.end('failed', 1)
-            self.check(streams, 'copying')
+            parts = None if self.stopping else self.copy()
+            if parts is None:
+                return self.end('stopped', 2) if self.stopping else self.end('failed', 1)
             if self.config.get('delete'):
                 deleted = self.extraneous('deleting', real=True)
                 if deleted is None:
                     return self.end('stopped', 2)
-                self.state['deleted'], self.state['deleted_names'] = len(deleted), deleted[:KEEP]
-            self.prove(lists)
+                self.state['deleted'], self.state['deleted_names'] = deleted
+            self.prove(parts)
             if self.stopping:
                 return self.end('stopped', 2)
-            directories = self.run_streams([os.path.join(self.run_dir, DIRS_LIST)], phase='directories')
+            check(self.run_streams([os.path.join(self.run_dir, DIRS_LIST)], phase='directories'))
             if self.stopping:
                 return self.end('stopped', 2)
-            self.check(directories, 'directories')
             return self.end('done' if self.state['verified'] else 'failed', 0 if self.state['verified'] else 1)
-        except (RuntimeError, OSError) as exc:
+        except (RuntimeError, OSError, _tree.TreeError) as exc:
             self.state['message'] = str(exc)
             return self.end('failed', 1)
         except Exception as exc:  # pylint: disable=broad-except
@@ -525,16 +745,30 @@ class Runner(Proof):
 
 
 def add(before, figures):
-    """A stream's figures after a restart: what its rsyncs before sent, and the last one's.  An rsync stopped for the
-    restart printed no statistics: what it sent is its progress."""
-    if not before:
-        return figures
-    out = dict(figures, started=before['started'])
-    before = dict(before, literal_bytes=before.get('literal_bytes') or before.get('bytes', 0))
-    for key in ('bytes', 'files', 'literal_bytes', 'matched_bytes', 'cpu_seconds'):
-        out[key] = round(before.get(key, 0) + figures.get(key, 0), 3) if key == 'cpu_seconds' else \
-            before.get(key, 0) + figures.get(key, 0)
+    """A slot's figures over its rsyncs: what those before sent, and the last one's (its start the first one's, its
+    rsync exit the first that was not 0)."""
+    if not before or not figures:
+        return before or figures
+    out = dict(figures, started=before['started'],
+               max_rss_kb=max(before['max_rss_kb'] or 0, figures['max_rss_kb'] or 0) or None,
+               cpu_seconds=round(before['cpu_seconds'] + figures['cpu_seconds'], 3),
+               rc=before['rc'] if before['rc'] not in (0, None) else figures['rc'] if figures['rc'] is not None
+               else before['rc'])
+    for key in SUMMED:
+        out[key] = before.get(key, 0) + figures.get(key, 0)
     return out
+
+
+def check(result):
+    """Raise when an rsync of ``result`` (run_streams()) failed."""
+    if result['failures']:
+        raise RuntimeError('; '.join(result['failures']))
+
+
+def read_list(path):
+    """The names of a NUL-separated list, as text (surrogate escapes for what is not UTF-8)."""
+    with open(path, 'rb') as handle:
+        return [name.decode('utf-8', 'surrogateescape') for name in handle.read().split(b'\0') if name]
 
 
 def changed_since(source, name, moment):
@@ -547,10 +781,10 @@ def changed_since(source, name, moment):
     return max(info.st_mtime, info.st_ctime) >= moment
 
 
-def tail(run_dir, phase, index):
+def tail(log_path):
     """The last lines of a stream's log (rsync's errors), on one line."""
     try:
-        with open(os.path.join(run_dir, '%s-%d.log' % (phase, index)), 'rb') as handle:
+        with open(log_path, 'rb') as handle:
             text = handle.read()[-600:].decode('utf-8', 'replace')
     except (IOError, OSError):
         return 'no log'

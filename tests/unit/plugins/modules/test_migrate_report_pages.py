@@ -72,7 +72,8 @@ def test_the_markdown_page_has_the_summary_the_passes_and_the_streams(tmp_path):
     assert '| deleted at the receiver | 1000, 0 left that the source has not |' in markdown
     rows = [line for line in markdown.split('## Passes')[1].split('## Streams')[0].splitlines()
             if re.match(r'^\| [0-9]+ \|', line)]
-    assert [row.split(' | ')[0] for row in rows] == ['| 1', '| 2', '| 3'] and '| 900 Mbit/s |' in rows[0]
+    assert [row.split(' | ')[0] for row in rows] == ['| 1', '| 2', '| 3'] and '| 900 Mbit/s | 2500.0 |' in rows[0]
+    assert '| copy s | goodput | files/s | verified |' in markdown and '| stream | bytes | files | parts |' in markdown
     assert 'Not kept: extended attributes' in markdown and 'Kept: permissions' in markdown
     assert '"</script><b id=\\"injected\\">x</b>\\n|pipe"' in markdown        # the name, as JSON quotes it
     assert markdown.count('\n| 0 | ') == 1 and markdown.count('\n| 1 | ') == 2      # two streams, pass 1 and stream 1
@@ -98,6 +99,7 @@ def test_chromium_shows_the_html_page_with_every_table_and_nothing_of_a_name_as_
     assert streams.count('<tr>') == 3
     summary = dom.split('<table id="summary">')[1].split('</table>')[0]
     assert '<th>goodput of this pass</th><td>180 Mbit/s</td>' in summary
+    assert '<th>files per second</th><td>500.0</td>' in summary and '<th>files/s</th>' in passes
     assert '<li>ACLs</li>' in dom and 'extended attributes: the receiver' in dom
     assert '&lt;/script&gt;&lt;b id=\\"injected\\"&gt;' in dom or '&lt;/script&gt;&lt;b id=&quot;injected' in dom \
         or '&lt;/script&gt;&lt;b id="injected"' in dom

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, bdp.wan_tune contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The migration's plan (streams of about equal bytes, largest first, the rule of auto), where it goes (the receiver's
+"""The migration's preflight (the tree's counts, the rule of auto, the parts' limits), where it goes (the receiver's
 rsync daemon as the inventory says, each refusal naming its variable) and its report."""
 
 from __future__ import annotations
@@ -14,59 +14,72 @@ import pytest
 from ansible_collections.bdp.wan_tune.plugins.filter.migrate import migrate_target
 from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import plan as _plan
 from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import report as _report
+from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import runner as _runner
 from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import target as _target
+from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import tree as _tree
 
 MB = 10 ** 6
 
 
-def test_the_streams_get_about_equal_bytes_the_largest_files_first():
-    files = [('big', 1000 * MB, None)] + [('m%d' % index, 5 * MB, None) for index in range(200)] + \
-        [('s%d' % index, MB // 2, None) for index in range(2000)]
-    planned = _plan.plan(files, ['d'], ['link'], 4, rate_bps=10 ** 9)
-    loads = [item['bytes'] for item in planned['per_stream']]
-    assert planned['bytes'] == sum(loads) == 3000 * MB and planned['files'] == 2201
-    assert max(loads) == 1000 * MB                       # the 1 GB file alone decides its stream
-    assert max(loads[1:] if loads[0] == 1000 * MB else loads) - min(loads) <= 5 * MB
-    assert planned['lists'][0][0] == 'big' and 'is more than a stream\'s share' in planned['bound']
-    assert 'link' in sum(planned['lists'], []) and planned['seconds'] == pytest.approx(24.0)
-    assert _plan.plan(files, [], [], 1)['bound'] is None
+def counts(**extra):
+    """survey()'s counts of a tree: one 1 GB file, 200 of 5 MB, 2000 of 0.5 MB."""
+    return dict({'files': 2201, 'bytes': 3000 * MB, 'inodes': 2201, 'linked': 0, 'dirs': 21, 'others': 1,
+                 'largest': {'path': 'big', 'bytes': 1000 * MB}, 'attributes': {}}, **extra)
+
+
+def test_the_parts_give_every_stream_work_and_the_largest_file_bounds_its_stream():
+    planned = _plan.plan(counts(), 4, rate_bps=10 ** 9)
+    # a part closes at a stream's share of the names or of the bytes, at most PART_FILES and PART_BYTES
+    assert planned['parts'] == {'files': 551, 'bytes': 750 * MB} and planned['streams'] == 4
+    assert 'the largest file, big (1 GB), is more than a stream\'s share (750 MB)' in planned['bound']
+    assert planned['seconds'] == pytest.approx(24.0) and planned['bytes'] == 3000 * MB
+    one = _plan.plan(counts(), 1)
+    assert one['bound'] is None and one['seconds'] is None and one['parts'] == {'files': 2202, 'bytes': 3000 * MB}
+    huge = _plan.plan(counts(files=10 ** 7, inodes=10 ** 7, others=0, bytes=400 * 2 ** 33), 4)
+    assert huge['parts'] == {'files': _runner.PART_FILES, 'bytes': _runner.PART_BYTES}
+    assert (_runner.PART_FILES, _runner.PART_BYTES) == (20000, 8 * 2 ** 30)
+    assert _runner.part_limits(0, 0, 3) == (_runner.PART_FILES, _runner.PART_BYTES)      # an empty tree
+    # whole rounds of parts of about equal size: 200,000 names on 4 streams make 12 parts, not 10 (2 streams idle in
+    # the last round)
+    assert _runner.part_limits(200000, 0, 4)[0] == 16667 and _runner.part_limits(5, 5, 8) == (1, 1)
 
 
 def test_auto_takes_one_stream_per_2_gbits_and_more_for_many_small_files():
-    large = [(['f%d' % index], 100 * MB) for index in range(10)]
-    assert _plan.auto_streams(large, 10 ** 9) == (1, 'one stream per 2 Gbit/s of the path rate')
-    assert _plan.auto_streams(large, 10 * 10 ** 9)[0] == 5
-    small = [(['f%d' % index], 20000) for index in range(5000)]
-    count, reason = _plan.auto_streams(small, 10 ** 9)
+    assert _plan.auto_streams(10, 1000 * MB, 10 ** 9) == (1, 'one stream per 2 Gbit/s of the path rate')
+    assert _plan.auto_streams(10, 1000 * MB, 10 * 10 ** 9)[0] == 5
+    count, reason = _plan.auto_streams(5000, 5000 * 20000, 10 ** 9)
     assert count == 4 and 'per-file work on the receiver' in reason
-    assert _plan.auto_streams([(['a'], 1)], 100 * 10 ** 9)[0] == 1          # never more streams than files
+    assert _plan.auto_streams(1, 1, 100 * 10 ** 9)[0] == 1          # never more streams than files
 
 
 def test_the_tree_is_read_as_rsync_lists_it(tmp_path):
     (tmp_path / 'a' / 'b').mkdir(parents=True)
     (tmp_path / 'a' / 'b' / 'f').write_bytes(b'x' * 10)
+    (tmp_path / 'a' / 'skip.tmp').write_bytes(b'x' * 99)
     (tmp_path / 'e').mkdir()
     os.symlink('a', str(tmp_path / 'l'))
-    assert _plan.walk(str(tmp_path)) == ([('a/b/f', 10, None)], ['a', 'a/b', 'e'], ['l'])
+    walked = [(path, info is None) for path, dummy, info in _tree.walk(str(tmp_path), ['*.tmp'])]
+    assert sorted(walked) == [('a', True), ('a/b', True), ('a/b/f', False), ('e', True), ('l', False)]
+    # a directory comes before what it holds
+    assert walked.index(('a', True)) < walked.index(('a/b', True)) < walked.index(('a/b/f', False))
+    found = _plan.survey(str(tmp_path), ['*.tmp'])
+    assert (found['files'], found['bytes'], found['dirs'], found['others']) == (1, 10, 3, 1)
+    assert found['largest'] == {'path': 'a/b/f', 'bytes': 10}
     with pytest.raises(_plan.PlanError, match='is not a directory'):
-        _plan.walk(str(tmp_path / 'missing'))
+        _plan.survey(str(tmp_path / 'missing'))
 
 
-def test_the_names_of_one_inode_go_to_one_stream_and_their_bytes_count_once(tmp_path):
-    """rsync -H links the names of one inode only within one transfer: split across streams they would arrive as
-    two files."""
+def test_the_names_of_one_inode_count_once(tmp_path):
+    """rsync -H links the names of one inode only within one transfer (the runner keeps them in one part): the
+    preflight counts their bytes once, and holds only the inodes whose names it has not all met."""
     for index in range(8):
         (tmp_path / ('f%d' % index)).write_bytes(b'x' * (1000 + index))
     (tmp_path / 'd').mkdir()
     for index in range(3):
         os.link(str(tmp_path / 'f7'), str(tmp_path / 'd' / ('f7-%d' % index)))
-    files, dirs, others = _plan.walk(str(tmp_path))
-    planned = _plan.plan(files, dirs, others, 4)
-    assert planned['files'] == 11 and planned['linked'] == 3
-    assert planned['bytes'] == sum(1000 + index for index in range(8))
-    assert sum(item['files'] for item in planned['per_stream']) == 11
-    together = [paths for paths in planned['lists'] if 'f7' in paths]
-    assert len(together) == 1 and set(['d/f7-0', 'd/f7-1', 'd/f7-2']) <= set(together[0])
+    found = _plan.survey(str(tmp_path))
+    assert found['files'] == 11 and found['linked'] == 3 and found['inodes'] == 8
+    assert found['bytes'] == sum(1000 + index for index in range(8))
 
 
 RECEIVER = {'rsync_daemon_modules': [{'name': 'pub', 'path': '/srv/pub'},
@@ -130,7 +143,8 @@ def test_the_report_has_the_fields_and_goodput_leaves_out_start_up_and_proof():
                 'streams': [{'stream': 0, 'bytes': 10 ** 9, 'started': 102.0, 'ended': 121.0, 'rc': 0,
                              'cpu_seconds': 2.0, 'literal_bytes': 10 ** 9}],
                 'plan': {'bytes': 2 * 10 ** 9, 'streams': 2, 'streams_reason': 'migrate_streams=2'},
-                'cpu_before': 10 ** 10}
+                'cpu_before': 10 ** 10, 'files_sent': 3, 'first_rsync': {'at': 102.5, 'listed': {'files': 1}},
+                'first_byte': 103.0, 'peak_rss_kb': 15000, 'walk': {'state': 'listed', 'parts': 2, 'files': 3}}
     target = {'receiver': 'dc2-a', 'module': 'incoming', 'transport': 'tls', 'dest': '/srv/in/x'}
     run = _report.build({'state': 'done', 'progress': progress}, target, 'dc1-a', receiver_cpu_after=16 * 10 ** 9,
                         when='2026-11-26T08:00:00Z')
@@ -139,6 +153,12 @@ def test_the_report_has_the_fields_and_goodput_leaves_out_start_up_and_proof():
         assert key in run, key
     assert run['seconds'] == 20.0 and run['goodput_bps'] == 800 * 10 ** 6 and run['startup_seconds'] == 2.0
     assert run['proof_seconds'] == 16.0 and run['sender_cpu_seconds_per_gb'] == 2.0
+    # files per second beside goodput; the time to the first rsync (how much was listed then) and to the first byte
+    assert run['files_per_second'] == 0.1 and run['first_rsync_seconds'] == 2.5 and run['first_byte_seconds'] == 3.0
+    assert run['runner_peak_rss_kb'] == 15000 and run['parts'] == 2 and run['listed_at_first_rsync'] == 1
+    for row in (['files per second', '0.1'], ['time to the first rsync, s', '2.5 (1 files listed)'],
+                ['time to the first byte, s', '3.0'], ['runner peak memory', '15.36 MB'], ['streams', '2 (2 parts)']):
+        assert row in run['rows']['summary'], (row, run['rows']['summary'])
     assert run['receiver_cpu_seconds_per_gb'] == 3.0
     assert run['verdict'] == 'VERIFIED (checksum)' and ['goodput of this pass', '800 Mbit/s'] in run['rows']['summary']
     assert run['sent_bytes'] == 2 * 10 ** 9 and json.loads(json.dumps(run)) == run
@@ -157,7 +177,13 @@ def test_the_report_has_the_fields_and_goodput_leaves_out_start_up_and_proof():
     sized = _report.build({'state': 'done', 'progress': dict(progress, proof='size')}, {}, 'dc1-a')
     assert 'not the content' in sized['proof_note'] and sized['receiver_cpu_seconds_per_gb'] is None
     line = _report.progress_line(dict(progress, state='copying', bytes_done=10 ** 9, files_done=2), 112.0)
-    assert line == '1 GB of 2 GB (50 %), 2 of 3 files, 800 Mbit/s, ETA 10 s (copying, 1 stream)'
+    assert line == '1 GB of 2 GB (50 %), 2 of 3 files (0/s), 800 Mbit/s, ETA 10 s (copying, 1 stream)'
+    # while the runner still lists the tree, the totals are the preflight's, and the line says how much is listed
+    listing = dict(progress, state='copying', bytes_done=10 ** 9, files_done=2000, files=3000,
+                   walk={'state': 'listing', 'files': 2500, 'bytes': 15 * 10 ** 8})
+    assert _report.progress_line(listing, 112.0) == (
+        '1 GB of 2 GB (50 %), 2000 of 3000 files (200/s), 800 Mbit/s, ETA 10 s (copying, 1 stream; still listing the '
+        "tree: 2500 files, 1.5 GB so far (the totals are the preflight's))")
 
 
 def test_goodput_is_what_a_pass_sent_over_its_seconds_and_the_passes_converge():

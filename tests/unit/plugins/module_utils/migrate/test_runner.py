@@ -2,26 +2,29 @@
 # Copyright: (c) 2026, bdp.wan_tune contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The migration's runner (module_utils/migrate/runner.py) as the sender's unit runs it - a program of its own - against
-a real rsync daemon on loopback (cleartext: the TLS path is the lab's, tests/integration/test_transfer_lab.py): the
-streams of the plan copy the tree; the checksum proof finds a file changed at the receiver with the same size and
-time, sends it again and passes; the size proof does not find it and says so; a run killed with SIGKILL half-way is
-continued from its partial file; SIGTERM stops it with the partial file kept and the password file gone."""
+a real rsync daemon on loopback (cleartext: the TLS path is the lab's, tests/integration/test_transfer_lab.py): it
+walks the tree and its streams copy the parts while the walk still lists it, with a memory that does not grow with
+the tree; the names of one inode stay linked across parts; the checksum proof finds a file changed at the receiver
+with the same size and time, sends it again and passes; the size proof does not find it and says so; a run killed
+with SIGKILL half-way is continued from its partial file; SIGTERM stops it with the partial file kept and the password
+file gone."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import pathlib
 import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
 
-from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import excludes as _excludes
 from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import plan as _plan
 from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import runner as _runner
 
@@ -40,6 +43,26 @@ def free_port():
 @pytest.fixture
 def daemon(tmp_path):
     """An rsync daemon on 127.0.0.1 with a writable module 'in' for user 'u': (port, module path)."""
+    proc, port, dest = start_daemon(tmp_path)
+    yield port, dest
+    proc.terminate()
+    proc.wait(10)
+
+
+@pytest.fixture
+def shm(tmp_path):
+    """A scratch directory in memory (/dev/shm, where it is a tmpfs; else tmp_path): trees of tens of thousands of
+    files are made and copied there in seconds."""
+    if not os.path.isdir('/dev/shm') or os.statvfs('/dev/shm').f_bavail * os.statvfs('/dev/shm').f_frsize < 2 ** 30:
+        yield tmp_path
+        return
+    path = tempfile.mkdtemp(prefix='bdp-runner-test-', dir='/dev/shm')
+    yield pathlib.Path(path)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def start_daemon(tmp_path):
+    """(the daemon's process, its port, the module's path) under ``tmp_path``."""
     dest = tmp_path / 'dest'
     dest.mkdir()
     secrets = tmp_path / 'secrets'
@@ -60,9 +83,7 @@ def daemon(tmp_path):
         except OSError:
             assert proc.poll() is None and time.monotonic() < deadline, 'the test rsync daemon did not start'
             time.sleep(0.1)
-    yield port, dest
-    proc.terminate()
-    proc.wait(10)
+    return proc, port, dest
 
 
 def make_tree(root):
@@ -81,22 +102,19 @@ def make_tree(root):
 
 
 def prepare(tmp_path, port, streams=2, proof='checksum', bwlimit_bps=0, **extra):
-    """The run directory as migrate_plan and migrate_run leave it (``extra``: more of the config, such as delete,
-    max_delete, excludes, preserve)."""
+    """The run directory as migrate_run leaves it, with the preflight's counts and part limits in the config as the
+    role gives them (``extra``: more of the config, such as delete, max_delete, excludes, preserve, part_files)."""
     source, run_dir = tmp_path / 'src', tmp_path / 'run'
     if not source.exists():
         make_tree(source)
     run_dir.mkdir(exist_ok=True)
-    files, dirs, others = _plan.walk(str(source), _excludes.compile_patterns(extra.get('excludes') or []))
-    planned = _plan.plan(files, dirs, others, streams)
-    for index, paths in enumerate(planned['lists']):
-        (run_dir / (_runner.LISTS % index)).write_bytes(_runner.nul_list(paths))
-    (run_dir / _runner.DIRS_LIST).write_bytes(_runner.nul_list(['.'] + dirs))
+    planned = _plan.plan(_plan.survey(str(source), extra.get('excludes') or []), streams)
     (run_dir / _runner.PASSWORD).write_text(PASSWORD + '\n')
     os.chmod(str(run_dir / _runner.PASSWORD), 0o600)
     config = dict({'id': 'test', 'source': str(source), 'url': 'rsync://u@127.0.0.1:%d/in/sender/' % port,
                    'transport': 'plain', 'env': {}, 'bytes': planned['bytes'], 'files': planned['files'],
-                   'streams': streams, 'proof': proof, 'present_bytes': du(tmp_path / 'dest'),
+                   'streams': streams, 'part_files': planned['parts']['files'],
+                   'part_bytes': planned['parts']['bytes'], 'proof': proof, 'present_bytes': du(tmp_path / 'dest'),
                    'bwlimit_bps': bwlimit_bps}, **extra)
     (run_dir / _runner.CONFIG).write_text(json.dumps(config))
     return source, run_dir
@@ -242,9 +260,11 @@ def test_any_file_name_survives_the_copy_the_proof_and_the_resend(tmp_path, daem
     (source / 'odd').mkdir(parents=True)
     for index, name in enumerate(ODD):
         (source / 'odd' / name).write_bytes(os.urandom(1000 + index))
-    source, run_dir = prepare(tmp_path, port, streams=3)
+    source, run_dir = prepare(tmp_path, port, streams=3, part_files=2)
     assert run(run_dir) == 0, _runner.read_state(str(run_dir))['message']
     assert digest(source) == digest(dest / 'sender')
+    assert sorted(name for names in parts_of(run_dir).values() for name in names if name.startswith('odd/')) == \
+        sorted('odd/' + name for name in ODD)
     for name in ODD:                                     # each changed at the receiver, size and time kept
         victim = dest / 'sender' / 'odd' / name
         info = os.stat(str(victim))
@@ -252,7 +272,7 @@ def test_any_file_name_survives_the_copy_the_proof_and_the_resend(tmp_path, daem
         data[10] ^= 0xff
         victim.write_bytes(bytes(data))
         os.utime(str(victim), ns=(info.st_atime_ns, info.st_mtime_ns))
-    source, run_dir = prepare(tmp_path, port, streams=3)
+    source, run_dir = prepare(tmp_path, port, streams=3, part_files=2)
     assert run(run_dir) == 0, _runner.read_state(str(run_dir))['message']
     state = _runner.read_state(str(run_dir))
     assert state['mismatches'] == len(ODD) and state['mismatches_after_resend'] == 0 and state['verified'] is True
@@ -261,29 +281,128 @@ def test_any_file_name_survives_the_copy_the_proof_and_the_resend(tmp_path, daem
     assert digest(source) == digest(dest / 'sender')
 
 
-def test_the_names_of_one_inode_arrive_as_one_file(tmp_path, daemon):
+def parts_of(run_dir):
+    """{part's file name: [names]} of the pass that ran in ``run_dir``."""
+    return dict((path.name, [os.fsdecode(name) for name in path.read_bytes().split(b'\0') if name])
+                for path in sorted(run_dir.glob('part-*')))
+
+
+def test_the_streams_start_while_the_tree_is_still_listed(tmp_path, daemon):
+    """fpart's live mode: with parts of 100 names and one stream, the first rsync starts as soon as the walk has
+    listed the first part, not the tree (the state keeps the walk's figures at that moment), and each part is a
+    NUL-separated list of its own, 0600 in the run's 0700 directory, every name in one part."""
     port, dest = daemon
     source = tmp_path / 'src'
-    make_tree(source)
-    (source / 'linked').mkdir()
-    os.link(str(source / 'small' / 'd1' / 'f01'), str(source / 'linked' / 'f01'))
-    os.link(str(source / 'big' / 'one.bin'), str(source / 'linked' / 'one.bin'))
-    source, run_dir = prepare(tmp_path, port, streams=4)
-    assert run(run_dir) == 0, _runner.read_state(str(run_dir))['message']
-    for one, other in (('small/d1/f01', 'linked/f01'), ('big/one.bin', 'linked/one.bin')):
-        first, second = (os.stat(str(dest / 'sender' / path)) for path in (one, other))
-        assert (first.st_ino, first.st_nlink) == (second.st_ino, 2), (one, other)
-    assert digest(source) == digest(dest / 'sender')
-
-
-def test_a_file_gone_from_the_source_after_the_plan_is_listed_as_vanished_not_a_failure(tmp_path, daemon):
-    port, dest = daemon
-    source, run_dir = prepare(tmp_path, port, streams=2)
-    (source / 'small' / 'd2' / 'f05').unlink()                    # after the plan listed it
+    for index in range(800):
+        directory = source / ('d%02d' % (index // 100))
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / ('f%04d' % index)).write_bytes(b'%d' % index)
+    source, run_dir = prepare(tmp_path, port, streams=1, part_files=100)
     assert run(run_dir) == 0, _runner.read_state(str(run_dir))['message']
     state = _runner.read_state(str(run_dir))
+    first, walk = state['first_rsync'], state['walk']
+    assert first['listed']['state'] == 'listing' and first['listed']['files'] == 100, first
+    assert walk['state'] == 'listed' and walk['files'] == 800 and walk['parts'] == 8, walk
+    assert walk['ended'] > first['at'] >= walk['started'] and state['first_byte'] >= first['at']
+    assert [stream['parts'] for stream in state['streams']] == [8] and state['files_sent'] == 800
+    parts = parts_of(run_dir)
+    assert len(parts) == 8 and all(len(names) == 100 for names in parts.values())
+    assert sorted(sum(parts.values(), [])) == sorted(os.path.relpath(os.path.join(top, name), str(source))
+                                                     for top, dummy, names in os.walk(str(source)) for name in names)
+    assert {oct(os.stat(str(run_dir / name)).st_mode & 0o777) for name in parts} == {'0o600'}
+    assert digest(source) == digest(dest / 'sender') and state['verified'] is True
+
+
+def test_the_walk_holds_no_list_of_the_tree(shm):
+    """The preflight's and the runner's peak memory (VmHWM) with 50,000 files is within 1 MiB of theirs with 5,000:
+    neither holds the files (a list of their names alone would take more than 100 bytes a file, 4.5 MB more), and the
+    runner's reading of rsync's progress (a line per file) does not grow its heap."""
+    peaks = {}
+    for count in (5000, 50000):
+        base = shm / str(count)
+        source = base / 'src'
+        for index in range(count):
+            directory = source / ('d%03d' % (index // 1000))
+            if index % 1000 == 0:
+                directory.mkdir(parents=True)
+            (directory / ('f%06d' % index)).write_bytes(b'')
+        code = ('import sys\nfrom ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import plan, runner\n'
+                'plan.survey(sys.argv[1])\nprint(runner.peak_kb())\n')
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+            os.path.dirname(os.path.abspath(_plan.__file__))))))))
+        preflight = subprocess.run([sys.executable, '-c', code, str(source)], capture_output=True, text=True,
+                                   env=dict(os.environ, PYTHONPATH=root), check=True)
+        proc, port, dest = start_daemon(base)
+        try:
+            dummy, run_dir = prepare(base, port, streams=2)
+            assert run(run_dir, timeout=300) == 0, _runner.read_state(str(run_dir))['message']
+        finally:
+            proc.terminate()
+            proc.wait(10)
+        state = _runner.read_state(str(run_dir))
+        assert state['walk']['files'] == count and state['verified'] is True
+        peaks[count] = (int(preflight.stdout), state['peak_rss_kb'])
+        shutil.rmtree(str(base))
+    assert peaks[50000][0] - peaks[5000][0] < 1024, peaks
+    assert peaks[50000][1] - peaks[5000][1] < 1024, peaks
+
+
+def test_the_names_of_one_inode_stay_linked_across_parts(tmp_path, daemon):
+    """rsync -H links the names of one inode only within one transfer: with parts of 4 names on 3 streams, the names
+    of an inode, met far apart in the walk, wait until all are met and go into one part; an inode with a name outside
+    the tree or excluded goes when the walk ends; each inode's bytes count once."""
+    port, dest = daemon
+    source, outside = tmp_path / 'src', tmp_path / 'outside'
+    for directory in 'abc':
+        (source / directory).mkdir(parents=True)
+        for index in range(20):
+            (source / directory / ('f%02d' % index)).write_bytes(os.urandom(1000 + index))
+    outside.mkdir()
+    os.link(str(source / 'a' / 'f00'), str(source / 'c' / 'l00'))
+    os.link(str(source / 'b' / 'f05'), str(source / 'a' / 'l05'))
+    os.link(str(source / 'b' / 'f05'), str(source / 'c' / 'l05b'))
+    os.link(str(source / 'a' / 'f09'), str(outside / 'o09'))                        # a name outside the tree
+    os.link(str(source / 'b' / 'f07'), str(source / 'b' / 'skip.tmp'))               # an excluded name
+    source, run_dir = prepare(tmp_path, port, streams=3, part_files=4, excludes=['*.tmp'])
+    assert run(run_dir) == 0, _runner.read_state(str(run_dir))['message']
+    state = _runner.read_state(str(run_dir))
+    for names in (('a/f00', 'c/l00'), ('b/f05', 'a/l05', 'c/l05b')):
+        inodes = set((os.stat(str(dest / 'sender' / name)).st_ino, os.stat(str(dest / 'sender' / name)).st_nlink)
+                     for name in names)
+        assert len(inodes) == 1 and next(iter(inodes))[1] == len(names), (names, inodes)
+        holding = [part for part, listed in parts_of(run_dir).items() if set(names) & set(listed)]
+        assert len(holding) == 1 and set(names) <= set(parts_of(run_dir)[holding[0]]), (names, holding)
+    assert os.stat(str(dest / 'sender' / 'a' / 'f09')).st_nlink == 1 and not (dest / 'sender' / 'b' / 'skip.tmp').exists()
+    assert state['walk']['linked'] == 3 and state['walk']['files'] == 63 and state['walk']['parts'] >= 16
+    assert state['bytes_total'] == sum(1000 + index for index in range(20)) * 3
+    assert sum(stream['parts'] for stream in state['streams']) == state['walk']['parts']
+    expected = digest(source)
+    del expected['b/skip.tmp']
+    assert len(state['streams']) == 3 and digest(dest / 'sender') == expected
+
+
+def test_a_file_gone_from_the_source_after_the_walk_listed_it_is_listed_as_vanished_not_a_failure(tmp_path, daemon):
+    """The walk runs ahead of the streams: a file of the last part, removed once the walk has listed it and before
+    its part starts (one stream at 50 kB/s, a part per file), is what rsync finds vanished."""
+    port, dest = daemon
+    source = tmp_path / 'src'
+    source.mkdir()
+    for index in range(12):
+        (source / ('f%02d' % index)).write_bytes(os.urandom(20000))
+    source, run_dir = prepare(tmp_path, port, streams=1, part_files=1, bwlimit_bps=8 * 50 * 1024)
+    proc = subprocess.Popen([sys.executable, RUNNER, str(run_dir)])
+    deadline = time.time() + 60
+    while time.time() < deadline and ((_runner.read_state(str(run_dir)) or {}).get('walk') or {}).get(
+            'state') != 'listed':
+        time.sleep(0.05)
+    state = _runner.read_state(str(run_dir))
+    assert state['walk']['state'] == 'listed' and sum(item['parts'] for item in state['streams']) < 11, state
+    last = parts_of(run_dir)['part-000012'][0]
+    (source / last).unlink()
+    assert proc.wait(120) == 0, _runner.read_state(str(run_dir))['message']
+    state = _runner.read_state(str(run_dir))
     assert state['state'] == 'done' and state['verified'] is True
-    assert state['vanished'] == 1 and state['vanished_names'] == ['small/d2/f05'], state
+    assert state['vanished'] == 1 and state['vanished_names'] == [last], state
     assert digest(source) == digest(dest / 'sender')
 
 
@@ -365,10 +484,10 @@ def test_a_mirror_pass_deletes_within_its_guard_and_refuses_past_it_before_anyth
 
 
 def test_a_new_limit_restarts_the_copy_with_it_and_sends_nothing_twice(tmp_path, daemon):
-    """migrate_action=limit writes the limit into the config and sends SIGHUP to the runner: its copying stream
-    restarts with the new limit and continues from its partial file."""
+    """migrate_action=limit writes the limit into the config and sends SIGHUP to the runner: its running rsync
+    restarts with the new limit and continues from its partial file; the parts done stay done."""
     port, dest = daemon
-    source, run_dir = prepare(tmp_path, port, streams=1, bwlimit_bps=8 * 10 ** 6)            # 1 MB/s: 4 s or more
+    source, run_dir = prepare(tmp_path, port, streams=1, bwlimit_bps=8 * 10 ** 6, part_files=8)    # 1 MB/s: 4 s
     proc = subprocess.Popen([sys.executable, RUNNER, str(run_dir)])
     deadline = time.time() + 30
     while time.time() < deadline and du(dest) < 10 ** 6:
@@ -386,3 +505,4 @@ def test_a_new_limit_restarts_the_copy_with_it_and_sends_nothing_twice(tmp_path,
     assert stream['matched_bytes'] > 0, stream
     assert abs(state['literal_bytes'] + stream['matched_bytes'] - state['bytes_total']) <= 65536, stream
     assert state['resent_bytes'] <= 65536
+    assert stream['parts'] == state['walk']['parts'] == len(parts_of(run_dir)) > 1
