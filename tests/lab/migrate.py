@@ -164,13 +164,13 @@ def cutover(lab, files, reports, args):
 
 
 def small_files(lab, files, reports, args, count):
-    """``count`` files of 4 kB: files per second, time to first byte, the plan's and the controller's peak memory."""
+    """``count`` files of 4 kB: files per second, the time to the first rsync and the first byte (from the runner's
+    start), the preflight's, the runner's and the controller's peak memory."""
     transfer.sh(lab, 'A', 'rm -rf %s && mkdir -p %s && python3 - %s %d' % (SMALL_TREE, SMALL_TREE, SMALL_TREE, count),
                 stdin=SMALL, timeout=3600)
     transfer.sh(lab, 'B', 'rm -rf %s' % dest(lab))
     report = timed(files, reports, {'migrate_source': SMALL_TREE, 'migrate_hosts': lab.host_name('A'),
                                     'rate': args.rate})
-    report['files_per_second'] = round(report['files'] / report['seconds'], 1) if report['seconds'] else None
     return report
 
 
@@ -249,11 +249,15 @@ def markdown(result):
     small = result.get('small_files')
     if small:
         lines += ['', '## Small files', '',
-                  '| files | bytes | files per second | copy s | time to first byte s | plan peak memory | '
-                  'controller peak memory | verified |', '|---:|---:|---:|---:|---:|---:|---:|---|',
-                  '| %s | %s | %s | %s | %s | %s MB | %s MB | %s |' % (
-                      small['files'], bdp.human_bytes(small['bytes']), small['files_per_second'], small['seconds'],
-                      small['startup_seconds'], round((small['plan'].get('peak_memory_kb') or 0) / 1024.0, 1),
+                  '| files | bytes | files per second | goodput | copy s | start-up s | first rsync s | first byte s | '
+                  'parts | preflight peak memory | runner peak memory | controller peak memory | verified |',
+                  '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|',
+                  '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s MB | %s MB | %s MB | %s |' % (
+                      small['files'], bdp.human_bytes(small['bytes']), small['files_per_second'],
+                      bdp.human_rate(small.get('goodput_bps') or 0), small['seconds'], small['startup_seconds'],
+                      small['first_rsync_seconds'], small['first_byte_seconds'], small['parts'],
+                      round((small['plan'].get('peak_memory_kb') or 0) / 1024.0, 1),
+                      round((small['runner_peak_rss_kb'] or 0) / 1024.0, 1),
                       round(small['controller_peak_kb'] / 1024.0, 1), small['verified'])]
     return '\n'.join(lines) + '\n'
 
