@@ -2,10 +2,12 @@
 # Copyright: (c) 2026, bdp.wan_tune contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """A migration's excludes (migrate_exclude): rsync's exclude patterns, read the way rsync reads them, so that the
-plan (which files, how many bytes), the copy, the proof and the deletes leave out the same paths.
+preflight (which files, how many bytes), the runner's walk, the copy, the proof and the deletes leave out the same
+paths.
 
 The runner hands each pattern to rsync as ``--exclude=PATTERN`` (rsync applies them to the listed files, and an
-excluded file on the receiver is never deleted); the plan walks the tree with matches() below.  The rules, as
+excluded file on the receiver is never deleted); the preflight and the runner walk the tree with matches() below
+(tree.py).  Standard library only: the runner's copy of this file sits beside it in the run's directory.  The rules, as
 rsync(1) "PATTERN MATCHING RULES" gives them: a pattern with a trailing ``/`` matches directories only; a leading
 ``/`` anchors it at the top of the tree; a pattern with a ``/`` inside (or ``**``) is matched against the end of the
 path at a directory boundary (the whole path when anchored), one without against the last component only; ``*``
@@ -19,10 +21,6 @@ MAX_PATTERNS = 1000
 HELP = ('a list of rsync exclude patterns (such as [".cache/", "*.tmp", "/scratch/"]): * ? [..] ** and a leading / '
         'or trailing /, no filter rule prefixes (+ - : . ! etc. followed by a space) and no newline')
 RULE_PREFIX = re.compile(r'^([-+.:!PRHSE]|include|exclude|merge|dir-merge|hide|show|protect|risk|clear),? ')
-
-
-class ExcludeError(ValueError):
-    """A pattern the collection does not hand to rsync; the message names migrate_exclude."""
 
 
 def check(patterns, var='migrate_exclude'):
@@ -98,8 +96,3 @@ def matches(compiled, path, is_dir):
         if regex.search(path):
             return True
     return False
-
-
-def rsync_options(patterns):
-    """The rsync options of the excludes, in their order."""
-    return ['--exclude=' + pattern for pattern in patterns]
