@@ -319,3 +319,16 @@ def test_a_put_back_cut_short_is_finished_and_the_next_run_plans_from_it(run_mod
     assert any(text.startswith('Change %s was not confirmed; restored wan0 1500 now, before this run' % token)
                for text in again['warning_msgs']), again['warning_msgs']
     assert host.sets() == [['wan0', 'mtu', '9000'], ['wan0', 'mtu', '1500'], ['wan0', 'mtu', '9000']]
+
+
+def test_check_mode_after_the_timer_decided_predicts_the_next_run(run_module, host):
+    """The role plans in check mode first, in every run: a change its timer ended must not stop that plan with
+    "still waiting for its confirmation"; check mode says what the next real run finishes, and changes nothing."""
+    token = run_module(link_mtu.main, args(host, prove=False))['commit']['token']
+    fire(host)
+    before = state_of(host)
+    check = run_module(link_mtu.main, dict(args(host), _ansible_check_mode=True))
+    assert check['rc'] == 0 and check['changed'] and check['would_change'], check.get('msg')
+    assert any(('Change %s was decided (timer) but not finished' % token) in text
+               for text in check['warning_msgs']), check['warning_msgs']
+    assert state_of(host) == before and host.sets() == [['wan0', 'mtu', '9000'], ['wan0', 'mtu', '1500']]
