@@ -262,10 +262,12 @@ class Timer(object):
             return None
         if take and self.claim(pending, take):
             return take
-        text = files.read_text(os.path.join(pending['decided'], 'by'))
-        if text is None:
-            return 'timer' if os.path.isdir(pending['decided']) else 'waiting'
-        return text.strip()
+        text = (files.read_text(os.path.join(pending['decided'], 'by')) or '').strip()
+        if text in ('confirmed', 'module', 'timer'):
+            return text
+        # a marker without its word (or with the word half written): the script took it and is putting back now,
+        # or stopped between its mkdir and its write; either way the timer's, and its script is not stopped
+        return 'timer' if os.path.isdir(pending['decided']) else 'waiting'
 
     def record_of(self, pending):
         """The timer's line of the revert log for ``pending``, or None."""

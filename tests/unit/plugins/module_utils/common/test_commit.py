@@ -207,3 +207,23 @@ def test_a_systemd_timer_that_decided_is_stopped_and_its_service_left_to_finish(
     assert timer.end(pending, timer.decision(pending, take='confirmed'))['outcome'] == 'restored_by_timer'
     assert calls == [['systemctl', 'stop', 'bdp-wan-tune-test-T1.timer'],
                      ['systemctl', 'reset-failed', 'bdp-wan-tune-test-T1.timer', 'bdp-wan-tune-test-T1.service']]
+
+
+def test_a_word_still_being_written_is_the_timers_and_its_script_is_left_to_run(timer):
+    """The timer's script has created the marker and its ``by`` file but not yet written "timer" in it (or a timer
+    of the earlier version, whose shell wrote the word with ``echo``): the module reads the timer's decision, not a
+    reboot's, and does not stop the script that is putting the values back."""
+    script = os.path.join(commit.RUN_DIR, 'test-T1.py')
+    open(script, 'w').close()
+    pid, _pipe = commit.spawn_detached(['/bin/sh', '-c', 'sleep 30', script])     # the timer, running its script
+    try:
+        pending = dict(timer.pending, method='process', pid=pid, script=script)
+        os.mkdir(pending['decided'])
+        open(os.path.join(pending['decided'], 'by'), 'w').close()
+        assert timer.decision(pending, take='confirmed') == 'timer'
+        assert timer.end(pending, timer.decision(pending))['outcome'] == 'restored_by_timer'
+        time.sleep(0.1)
+        assert commit.reap(pid) is None, 'the running script was stopped'
+    finally:
+        os.killpg(pid, 9)
+        os.waitpid(pid, 0)
