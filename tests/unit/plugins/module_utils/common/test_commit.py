@@ -227,3 +227,19 @@ def test_a_word_still_being_written_is_the_timers_and_its_script_is_left_to_run(
     finally:
         os.killpg(pid, 9)
         os.waitpid(pid, 0)
+
+
+def test_the_timer_puts_back_even_when_it_cannot_write_its_word(timer, monkeypatch):
+    """/run full: the marker is made (the decision is the timer's) but its ``by`` file cannot be written; the
+    values go back all the same (the earlier version's shell script went on after a failed echo)."""
+    real_open = open
+
+    def full(path, *args, **kwargs):
+        if str(path).endswith(os.sep + 'by'):
+            raise OSError(28, 'No space left on device')
+        return real_open(path, *args, **kwargs)
+    with monkeypatch.context() as patched:
+        patched.setattr('builtins.open', full)
+        record = commit.fire(timer.data('T1', timer.pending['revert_steps']), timer.setting.set)
+    assert record and record['rc'] == 0 and timer.setting.values == {'a': 1, 'b': 10}
+    assert timer.decision(timer.pending, take='confirmed') == 'timer'
