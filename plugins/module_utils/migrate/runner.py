@@ -43,10 +43,10 @@ import subprocess
 import sys
 import time
 
-try:
-    from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import tree as _tree
-except ImportError:             # the runner's own copy, in the run's directory beside tree.py
+if __name__ == '__main__':      # the runner's own copy, in the run's directory beside tree.py (never another version's)
     import tree as _tree  # pylint: disable=import-error
+else:
+    from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import tree as _tree
 
 CONFIG, STATE, PASSWORD, PART = 'config.json', 'state.json', 'password', 'part-%06d'
 DIRS_LIST, TOP_LIST = 'list-dirs', 'list-top'

@@ -8,9 +8,9 @@ sits beside it in the run's directory, with excludes.py.
 
 import os
 
-try:
+if __package__:
     from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import excludes as _excludes
-except ImportError:             # the runner's copy, in the run's directory beside excludes.py
+else:                           # the runner's copy, in the run's directory beside excludes.py
     import excludes as _excludes  # pylint: disable=import-error
 
 
