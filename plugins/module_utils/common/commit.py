@@ -247,8 +247,11 @@ class Timer(object):
             if exc.errno == errno.ENOENT and not os.path.isdir(os.path.dirname(pending['decided'])):
                 return True     # /run was cleared: rebooted, the timer is gone with it
             raise
-        with open(os.path.join(pending['decided'], 'by'), 'w') as handle:
-            handle.write(by + '\n')
+        try:
+            with open(os.path.join(pending['decided'], 'by'), 'w') as handle:
+                handle.write(by + '\n')
+        except OSError:
+            pass        # /run full: the mkdir decided (the timer backs off); this call goes on and ends the change
         return True
 
     @staticmethod

@@ -243,3 +243,21 @@ def test_the_timer_puts_back_even_when_it_cannot_write_its_word(timer, monkeypat
         record = commit.fire(timer.data('T1', timer.pending['revert_steps']), timer.setting.set)
     assert record and record['rc'] == 0 and timer.setting.values == {'a': 1, 'b': 10}
     assert timer.decision(timer.pending, take='confirmed') == 'timer'
+
+
+def test_the_module_decides_even_when_it_cannot_write_its_word(timer, monkeypatch):
+    """/run full when the module confirms or puts back: its mkdir took the decision (the timer backs off), so the
+    call goes on and ends the change, instead of failing with a traceback and leaving a marker without a word that
+    the next run would read as the timer's put-back."""
+    real_open = open
+
+    def full(path, *args, **kwargs):
+        if str(path).endswith(os.sep + 'by'):
+            raise OSError(28, 'No space left on device')
+        return real_open(path, *args, **kwargs)
+    with monkeypatch.context() as patched:
+        patched.setattr('builtins.open', full)
+        assert timer.decision(timer.pending, take='module') == 'module'
+    ending = timer.end(timer.pending, 'module')
+    assert (ending['outcome'], ending['restored']) == ('restored_by_module', {'a': 1, 'b': 10})
+    assert commit.fire(timer.data('T1', timer.pending['revert_steps']), timer.setting.set) is None
