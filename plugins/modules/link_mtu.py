@@ -438,9 +438,10 @@ def present(lm):
     by = lm.timer.decision(pending) if pending else 'waiting'      # read only: takes no decision
     if by != 'waiting' and lm.check_mode:
         # the role plans in check mode first: an ended change does not stop that plan, a real run finishes it
+        first = (' (it puts back %s first)' % lm.timer.setting.describe(pending['revert_steps'])
+                 if by == 'module' else '')
         lm.warn('Change %s was decided (%s) but not finished; a run outside check mode finishes it%s, and this check '
-                'plans from the MTUs the host has now.' % (pending['token'], by or 'a reboot', ' (it puts back %s '
-                'first)' % lm.timer.setting.describe(pending['revert_steps']) if by == 'module' else ''))
+                'plans from the MTUs the host has now.' % (pending['token'], by or 'a reboot', first))
         pending = None
     elif by != 'waiting':
         # an earlier change already ended (its timer fired, the host rebooted) or was decided by a call cut short
