@@ -650,6 +650,7 @@ class Runner(Proof):
         self.config['bwlimit_bps'] = limit
         self.state['bwlimit_bps'] = limit
         self.state.setdefault('limits', []).append([time.time(), limit])
+        self.last_write = 0             # the loop's next save() writes the new limit at once (status reads it)
         for stream in self.current:
             if stream and stream.phase == 'copying' and stream.rc is None:
                 stream.restart = True

@@ -493,11 +493,17 @@ def test_a_new_limit_restarts_the_copy_with_it_and_sends_nothing_twice(tmp_path,
     while time.time() < deadline and du(dest) < 10 ** 6:
         time.sleep(0.1)
     config = json.loads((run_dir / _runner.CONFIG).read_text())
-    (run_dir / _runner.CONFIG).write_text(json.dumps(dict(config, bwlimit_bps=0)))
+    (run_dir / _runner.CONFIG).write_text(json.dumps(dict(config, bwlimit_bps=16 * 10 ** 6)))
     proc.send_signal(signal.SIGHUP)
+    # the state shows the new limit at once (migrate_action=limit and status read it), not at the next interval
+    deadline = time.time() + 1.0
+    while time.time() < deadline and (_runner.read_state(str(run_dir)) or {}).get('bwlimit_bps') != 16 * 10 ** 6:
+        time.sleep(0.05)
+    shown = _runner.read_state(str(run_dir))
+    assert shown['bwlimit_bps'] == 16 * 10 ** 6 and shown['state'] == 'copying', shown
     assert proc.wait(60) == 0, _runner.read_state(str(run_dir))['message']
     state = _runner.read_state(str(run_dir))
-    assert state['verified'] is True and state['bwlimit_bps'] == 0 and [item[1] for item in state['limits']] == [0]
+    assert state['verified'] is True and [item[1] for item in state['limits']] == [16 * 10 ** 6]
     assert digest(source) == digest(dest / 'sender')
     # the restarted rsync continued from the partial file (rsync's delta matched what the stopped one had sent) and
     # sent what was left: every byte of the tree was sent once or found in the partial file, none twice
