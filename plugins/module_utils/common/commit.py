@@ -25,6 +25,7 @@ import json
 import os
 import random
 import signal
+import subprocess
 import sys
 import time
 
@@ -38,6 +39,8 @@ HEAD = 'import json\nimport os\nimport sys\nimport time\n\n'
 TAIL = '''
 
 DATA = json.loads(%r)
+if sys.argv[1:] == ['--check']:         # Timer.arm: it runs, in a bare environment, before the change
+    sys.exit(0)
 os.environ['PATH'] = DATA['path']
 RECORD = fire(DATA, set_value)
 if RECORD:
@@ -170,6 +173,11 @@ class Timer(object):
         with open(script, 'w') as handle:
             handle.write(self.script(token, revert_steps, deadline))
         os.chmod(script, 0o700)
+        try:
+            self.check_script(interpreter, script)
+        except RuntimeError:
+            os.unlink(script)
+            raise
         systemd = os.path.isdir('/run/systemd/system') and self.module.get_bin_path('systemd-run')
         if method == 'systemd' and not systemd:
             raise RuntimeError('commit_method=systemd, but systemd is not running here (no /run/systemd/system)')
@@ -180,7 +188,7 @@ class Timer(object):
             rc, out, err = self.module.run_command([
                 systemd, '--unit', unit, '--description', 'bdp.wan_tune.%s commit-confirm: put the %s back unless '
                 'confirmed' % (self.setting.NAME, self.setting.WHAT), '--on-active=%ds' % timeout,
-                '--timer-property=AccuracySec=1s', '--collect', interpreter, script])
+                '--timer-property=AccuracySec=1s', '--collect', interpreter, '-I', script])
             if rc != 0:
                 raise RuntimeError('systemd-run could not arm the timer: %s' % (err or out).strip())
             rc, out, _err = self.module.run_command(['systemctl', 'is-active', unit + '.timer'])
@@ -188,7 +196,8 @@ class Timer(object):
                 raise RuntimeError('the timer %s.timer is %r, not active' % (unit, out.strip()))
             pending.update(method='systemd', unit=unit)
         else:
-            pid, _pipe = spawn_detached(['/bin/sh', '-c', 'sleep %d; exec "$1" "$0"' % timeout, script, interpreter])
+            pid, _pipe = spawn_detached(['/bin/sh', '-c', 'sleep %d; exec "$1" -I "$0"' % timeout, script,
+                                         interpreter])
             with open(self.path(token, '.pid'), 'w') as handle:
                 handle.write('%d\n' % pid)
             pending.update(method='process', pid=pid)
@@ -197,6 +206,21 @@ class Timer(object):
             if status is not None:
                 raise RuntimeError('the timer process exited at once (rc %s)' % status)
         return pending
+
+    @staticmethod
+    def check_script(interpreter, script):
+        """Run the script with ``--check`` as the timer will run it (isolated: no PYTHON* variables, no user site; a
+        bare environment, as systemd's): its imports and its data must load, or the timer could not put anything
+        back.  RuntimeError (before any change) when they do not."""
+        try:
+            done = subprocess.run([interpreter, '-I', script, '--check'], env={'PATH': PATH}, capture_output=True,
+                                  text=True, check=False, timeout=60)
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise RuntimeError('the timer\'s script could not be run with %s: %s' % (interpreter, exc))
+        if done.returncode != 0:
+            raise RuntimeError('the timer\'s script does not run with %s in a bare environment (rc %d: %s); a timer '
+                               'could not put anything back' % (interpreter, done.returncode,
+                                                                (done.stderr or done.stdout).strip()[-300:]))
 
     def data(self, token, revert_steps):
         """Everything the script knows, as JSON data: the steps as [name, previous], the paths, the texts."""

@@ -261,3 +261,19 @@ def test_the_module_decides_even_when_it_cannot_write_its_word(timer, monkeypatc
     ending = timer.end(timer.pending, 'module')
     assert (ending['outcome'], ending['restored']) == ('restored_by_module', {'a': 1, 'b': 10})
     assert commit.fire(timer.data('T1', timer.pending['revert_steps']), timer.setting.set) is None
+
+
+def test_a_script_that_would_not_run_under_the_timer_is_refused_before_the_change(timer, tmp_path, monkeypatch):
+    """The timer runs its script isolated (python -I) in systemd's bare environment, not the module's: a script whose
+    imports load only through the module's PYTHONPATH is refused when it is armed (nothing armed, nothing left), so
+    that no change is made that nothing could put back."""
+    helper = tmp_path / 'lib'
+    helper.mkdir()
+    (helper / 'bdp_only_on_pythonpath.py').write_text('VALUE = 1\n')
+    monkeypatch.setenv('PYTHONPATH', str(helper))
+    timer.setting.SOURCE = 'import bdp_only_on_pythonpath\n\n\ndef set_value(name, value):\n    pass\n'
+    with pytest.raises(RuntimeError) as info:
+        timer.arm([['a', 2, 1]], 30, 'process')
+    assert 'does not run with %s in a bare environment' % sys.executable in str(info.value)
+    assert 'bdp_only_on_pythonpath' in str(info.value)
+    assert os.listdir(commit.RUN_DIR) == []
