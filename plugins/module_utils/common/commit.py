@@ -134,6 +134,26 @@ def boot_id():
     return (files.read_text('/proc/sys/kernel/random/boot_id') or '').strip()
 
 
+def check_script(interpreter, script):
+    """Run the script with ``--check`` as the timer will run it (isolated: no PYTHON* variables, no user site; a
+    bare environment, as systemd's): its imports and its data must load, or the timer could not put anything
+    back.  RuntimeError (before any change) when they do not."""
+    try:
+        done = subprocess.run([interpreter, '-I', script, '--check'], env={'PATH': PATH}, capture_output=True,
+                              text=True, check=False, timeout=60)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise RuntimeError('the timer\'s script could not be run with %s: %s' % (interpreter, exc))
+    if done.returncode != 0:
+        raise RuntimeError('the timer\'s script does not run with %s in a bare environment (rc %d: %s); a timer '
+                           'could not put anything back' % (interpreter, done.returncode,
+                                                            (done.stderr or done.stdout).strip()[-300:]))
+
+
+def stale(pending):
+    """A pending change armed before the last boot: its timer is gone with the boot."""
+    return bool(pending.get('boot_id')) and pending['boot_id'] != boot_id()
+
+
 class Setting(object):
     """What the timer needs of one setting.  NAME names its files (NAME-TOKEN.py, .pid and .decided in the run
     directory, NAME-reverts.log in the state directory) and the journal line; UNIT_PREFIX the systemd units; WHAT
@@ -174,7 +194,7 @@ class Timer(object):
             handle.write(self.script(token, revert_steps, deadline))
         os.chmod(script, 0o700)
         try:
-            self.check_script(interpreter, script)
+            check_script(interpreter, script)
         except RuntimeError:
             os.unlink(script)
             raise
@@ -206,21 +226,6 @@ class Timer(object):
             if status is not None:
                 raise RuntimeError('the timer process exited at once (rc %s)' % status)
         return pending
-
-    @staticmethod
-    def check_script(interpreter, script):
-        """Run the script with ``--check`` as the timer will run it (isolated: no PYTHON* variables, no user site; a
-        bare environment, as systemd's): its imports and its data must load, or the timer could not put anything
-        back.  RuntimeError (before any change) when they do not."""
-        try:
-            done = subprocess.run([interpreter, '-I', script, '--check'], env={'PATH': PATH}, capture_output=True,
-                                  text=True, check=False, timeout=60)
-        except (OSError, subprocess.SubprocessError) as exc:
-            raise RuntimeError('the timer\'s script could not be run with %s: %s' % (interpreter, exc))
-        if done.returncode != 0:
-            raise RuntimeError('the timer\'s script does not run with %s in a bare environment (rc %d: %s); a timer '
-                               'could not put anything back' % (interpreter, done.returncode,
-                                                                (done.stderr or done.stdout).strip()[-300:]))
 
     def data(self, token, revert_steps):
         """Everything the script knows, as JSON data: the steps as [name, previous], the paths, the texts."""
@@ -278,17 +283,12 @@ class Timer(object):
             pass        # /run full: the mkdir decided (the timer backs off); this call goes on and ends the change
         return True
 
-    @staticmethod
-    def stale(pending):
-        """A pending change armed before the last boot: its timer is gone with the boot."""
-        return bool(pending.get('boot_id')) and pending['boot_id'] != boot_id()
-
     def decision(self, pending, take=None):
         """Who decided ``pending``: 'confirmed', 'module' (put back by a module call), 'timer', None (a reboot
         ended it) or 'waiting' (nobody yet).  With ``take`` ('confirmed' or 'module'), this call takes the decision
         if nobody has; a decision taken by a call that was cut short before it ended the change is returned too,
         so that the caller finishes it."""
-        if self.stale(pending):
+        if stale(pending):
             return None
         if take and self.claim(pending, take):
             return take
