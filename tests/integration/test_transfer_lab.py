@@ -97,6 +97,7 @@ def migration_checks(lab, files, workdir):
     rc, output = migrate.run(files, reports)
     out['corrupted'] = migrate.latest(reports)
     out['outputs'].append(output)
+    out.update(lifecycle_checks(lab, files, reports, out['outputs']))
     out.update(attribute_checks(lab, files, reports, out['outputs']))
     # the password: in no output, not in A's journal, and in no file of A but the transfer lab's own password file
     # (its random part: that finds it escaped too)
@@ -106,6 +107,70 @@ def migration_checks(lab, files, workdir):
                                  check=False).stdout.strip()
     out['files'] = transfer.sh(lab, 'A', 'grep -rlaF -f - /etc /var /tmp /root /run 2>/dev/null',
                                stdin=files['password_core'], check=False).stdout.split()
+    return out
+
+
+def state_of(lab):
+    return json.loads(transfer.sh(lab, 'A', 'cat %s/%s/state.json' % (
+        RUN_DIRS, migrate.unit(lab).replace('.service', ''))).stdout)
+
+
+def until_ended(lab, timeout=120):
+    """Wait for the migration's unit on A to end; its runner's state."""
+    deadline = time.time() + timeout
+    while time.time() < deadline and transfer.sh(lab, 'A', 'systemctl is-active --quiet %s' % migrate.unit(lab),
+                                                 check=False).returncode == 0:
+        time.sleep(1)
+    return state_of(lab)
+
+
+def lifecycle_checks(lab, files, reports, outputs):
+    """What a migration meets besides its copy: --check (the plan, nothing started, nothing sent), the preflight's
+    refusals (no room for the tree with migrate_margin; a client certificate that ends before the migration would),
+    migrate_action=stop and the run after it, and the receiver's daemon restarted while it copies."""
+    out = {}
+    before = state_of(lab)
+    transfer.sh(lab, 'A', 'head -c 100000000 /dev/urandom > %s/late.bin' % transfer.SRC)
+    rc, output = migrate.run(files, reports, options=['--check'])
+    outputs.append(output)
+    out['checked'] = {'rc': rc, 'plan': 'stream(s)' in output and 'files,' in output,
+                      'same_run': state_of(lab)['run_id'] == before['run_id'],
+                      'at_b': transfer.sh(lab, 'B', 'ls %s/late.bin' % migrate.dest(lab), check=False).returncode == 0}
+    # 100 TB (a sparse file) the receiver has no room for, at 1 Mbit/s: longer than the client certificate lasts
+    transfer.sh(lab, 'A', 'truncate -s 100T %s/huge.bin' % transfer.SRC)
+    rc, output = migrate.run(files, reports, {'migrate_rate': '1m'}, check=False)
+    outputs.append(output)
+    transfer.sh(lab, 'A', 'rm %s/huge.bin' % transfer.SRC)
+    out['refused_room'] = {'rc': rc, 'room': 'and 5 % margin, migrate_margin' in output,
+                           'certificate': 'before the migration would end with a margin' in output,
+                           'nothing_moved': 'Nothing was moved.' in output,
+                           'same_run': state_of(lab)['run_id'] == before['run_id']}
+    # migrate_action=stop while it copies: stopped, the partial file kept; the next run continues and proves it
+    rc, output = migrate.run(files, reports, {'migrate_bwlimit': '40m', 'migrate_wait': False})
+    outputs.append(output)
+    migrate.wait_for(lab, migrate.received(lab) + 20 * 10 ** 6)
+    rc, output = migrate.run(files, reports, {'migrate_action': 'stop'})
+    outputs.append(output)
+    stopped = until_ended(lab, 30)
+    out['stopped'] = {'said': 'stopped' in output, 'state': stopped['state'],
+                      'partial': transfer.sh(lab, 'B', 'ls -A %s/.bdp-migrate-partial' % migrate.dest(lab),
+                                             check=False).stdout.split()}
+    rc, output = migrate.run(files, reports)
+    outputs.append(output)
+    out['after_stop'] = migrate.latest(reports)
+    # the receiver's daemon restarted while it copies (its connections cut): that pass fails, the next continues
+    transfer.sh(lab, 'A', 'rm %s/late.bin; head -c 100000000 /dev/urandom > %s/restart.bin' % (
+        transfer.SRC, transfer.SRC))
+    rc, output = migrate.run(files, reports, {'migrate_bwlimit': '40m', 'migrate_wait': False})
+    outputs.append(output)
+    migrate.wait_for(lab, migrate.received(lab) + 20 * 10 ** 6)
+    transfer.sh(lab, 'B', 'systemctl restart %s' % transfer.TLS_UNIT)
+    out['cut'] = until_ended(lab)
+    rc, output = migrate.run(files, reports)
+    outputs.append(output)
+    out['after_restart'] = migrate.latest(reports)
+    transfer.sh(lab, 'A', 'rm %s/restart.bin' % transfer.SRC)
+    transfer.sh(lab, 'B', 'rm %s/late.bin %s/restart.bin' % (migrate.dest(lab), migrate.dest(lab)))
     return out
 
 
@@ -254,6 +319,20 @@ def test_rsync_daemon_in_cleartext_and_over_tls_beats_scp_which_stays_at_its_win
     assert resumed['resent_bytes'] <= 0.05 * checks['held_at_kill'], (resumed['resent_bytes'], checks['held_at_kill'])
     corrupted = checks['corrupted']
     assert corrupted['mismatches'] == 1 and corrupted['verified'] is True and corrupted['resent_bytes'] > 0, corrupted
+    # --check, the preflight's refusals, stop and the run after it, the receiver's daemon restarted (issue 31)
+    assert checks['checked'] == {'rc': 0, 'plan': True, 'same_run': True, 'at_b': False}, checks['checked']
+    assert checks['refused_room'] == {'rc': 2, 'room': True, 'certificate': True, 'nothing_moved': True,
+                                      'same_run': True}, checks['refused_room']
+    assert checks['stopped']['said'] and checks['stopped']['state'] == 'stopped', checks['stopped']
+    assert checks['stopped']['partial'], checks['stopped']            # the partial file stays for the next run
+    after_stop = checks['after_stop']
+    assert after_stop['state'] == 'done' and after_stop['verified'] is True, after_stop
+    assert after_stop['resent_bytes'] <= 0.05 * 100 * 10 ** 6, after_stop['resent_bytes']
+    assert checks['cut']['state'] in ('failed', 'interrupted'), checks['cut']['state']
+    after_restart = checks['after_restart']
+    assert after_restart['state'] == 'done' and after_restart['verified'] is True, after_restart
+    # the daemon's restart cut the receiving rsync: the next run sends the file it was writing again, not the tree
+    assert after_restart['sent_bytes'] <= 1.1 * 100 * 10 ** 6, after_restart['sent_bytes']
     # what a POSIX tree has arrives as it was (issue 31)
     run_ = checks['attributes_run']
     assert run_['verified'] is True and run_['state'] == 'done', run_

@@ -56,16 +56,16 @@ def prepare(lab, workdir, source):
     return os.path.join(workdir, 'reports')
 
 
-def argv(files, reports, extra=None):
+def argv(files, reports, extra=None, options=()):
     variables = dict({'migrate_become': False, 'migrate_report_dir': reports, 'migrate_interval': 5}, **(extra or {}))
     return [os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), '-i', files['inventory'], PLAYBOOK,
-            '-e', json.dumps(variables)]
+            '-e', json.dumps(variables)] + list(options)
 
 
-def run(files, reports, extra=None, check=True):
-    """playbooks/migrate.yml; (exit code, output)."""
+def run(files, reports, extra=None, check=True, options=()):
+    """playbooks/migrate.yml (``options``: more of ansible-playbook's, such as --check); (exit code, output)."""
     env = dict(os.environ, ANSIBLE_LOCALHOST_WARNING='false', ANSIBLE_INVENTORY_UNPARSED_WARNING='false')
-    proc = subprocess.run(argv(files, reports, extra), env=env, text=True, check=False, stdout=subprocess.PIPE,
+    proc = subprocess.run(argv(files, reports, extra, options), env=env, text=True, check=False, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT)
     if check and proc.returncode != 0:
         raise transfer.TransferError('migrate.yml %s failed (exit %d):\n%s' % (

@@ -337,7 +337,7 @@ def make_data(lab, size_bytes, streams, ssh_streams):
     counts = sorted(set([streams, ssh_streams]))
     sizes = file_sizes(size_bytes, file_count(size_bytes, lcm(counts)))
     names = ['f%03d.bin' % i for i in range(len(sizes))]
-    margin = 64 * 2 ** 20
+    margin = 256 * 2 ** 20           # the migration checks add files of 100 MB (tests/integration/test_transfer_lab.py)
     for host in 'AB':
         sh(lab, host, 'mkdir -p %s && mount -t tmpfs -o size=%d,mode=0755 tmpfs %s && mkdir -p %s %s %s'
            % (BASE, size_bytes + margin, BASE, SRC, DEST, PARTS))
