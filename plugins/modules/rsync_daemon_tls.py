@@ -16,8 +16,10 @@ description:
     (whether O(wrap_path) existed, a unit file of the same name, which it keeps a copy of); refuses, before anything
     changes, a O(wrap_path) whose marks of the collection's block are broken (a lone BEGIN would make blockinfile add
     a second block), a CA directory O(ca_dir) with the certificate but not its key, a key that is not root's and 0600,
-    or a CA that ends within 30 days, and a receiver that serves O(migration) with certificates of a CA whose key is
-    neither in O(ca_dir) nor on the controller (O(earlier_ca)), unless O(new_ca); makes O(directory) and O(ca_dir)
+    or a CA that ends within 30 days, a receiver that serves O(migration) with certificates of a CA whose key is
+    neither in O(ca_dir) nor on the controller (O(earlier_ca)), unless O(new_ca), and a receiver that would move to
+    another O(migration) while transfers of the one it serves are in flight (its senders' next connection would be
+    refused); makes O(directory) and O(ca_dir)
     root's and 0700 (or puts them so; their parents 0755); records the receiver's O(migration), O(senders) and
     O(ca_dir) (and returns the ones recorded before, whose client files a moved receiver releases; the CA directory of
     the migration it left is removed, since no sender holds a certificate of it any more); returns the migration
@@ -381,6 +383,20 @@ def same_path(one, other):
     return bool(one) and bool(other) and os.path.realpath(one) == os.path.realpath(other)
 
 
+def refuse_move_in_flight(module, params, record, result):
+    """A receiver does not move to another migration while transfers of the one it serves are in flight: it would
+    trust the new migration's CA only, and refuse the running migration's next connection (a part, a stream, the
+    proof).  Refused before anything changes (the validation play's check-mode call sees it first)."""
+    before = record.get('migration')
+    if before and before != params['migration'] and result['transfers']:
+        module.fail_json(msg='This receiver serves the migration %s, with %d transfer(s) in flight; moving it to the '
+                         'migration %s (rsync_daemon_tls_migration) now would refuse the running migration from its '
+                         'next connection on. Let that migration end (-e migrate_action=status on its senders shows '
+                         'it) or stop it (-e migrate_action=stop), then run again; or keep rsync_daemon_tls_migration=%s '
+                         'for now. Nothing was changed.' % (before, result['transfers'], params['migration'], before),
+                         **result)
+
+
 def refuse_lost_ca(module, params, record, result):
     """Fail before anything changes when the receiver serves its migration with certificates of a CA whose key is
     neither here nor on this controller (an earlier version kept it on the controller it ran from): a new CA would
@@ -409,6 +425,7 @@ def server_present(module, params, result):
     refuse_lost_ca(module, params, record, result)
     result['active'], result['transfers'], result['restart_pending'] = daemon_state(module, params['service'],
                                                                                     tls.UNIT_PATH)
+    refuse_move_in_flight(module, params, record, result)
     made = private(params['directory'], result, module.check_mode)
     result['server_dir_made'] = params['directory'].rstrip('/') in made
     if not params['ca_given']:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 
@@ -127,7 +128,8 @@ def until_ended(lab, timeout=120):
 def lifecycle_checks(lab, files, reports, outputs):
     """What a migration meets besides its copy: --check (the plan, nothing started, nothing sent), the preflight's
     refusals (no room for the tree with migrate_margin; a client certificate that ends before the migration would),
-    migrate_action=stop and the run after it, and the receiver's daemon restarted while it copies."""
+    migrate_action=stop and the run after it, a re-run that would move the receiver to another migration while it
+    copies (refused), and the receiver's daemon restarted while it copies."""
     out = {}
     before = state_of(lab)
     transfer.sh(lab, 'A', 'head -c 100000000 /dev/urandom > %s/late.bin' % transfer.SRC)
@@ -161,9 +163,19 @@ def lifecycle_checks(lab, files, reports, outputs):
     # the receiver's daemon restarted while it copies (its connections cut): that pass fails, the next continues
     transfer.sh(lab, 'A', 'rm %s/late.bin; head -c 100000000 /dev/urandom > %s/restart.bin' % (
         transfer.SRC, transfer.SRC))
-    rc, output = migrate.run(files, reports, {'migrate_bwlimit': '40m', 'migrate_wait': False})
+    rc, output = migrate.run(files, reports, {'migrate_bwlimit': '10m', 'migrate_wait': False})
     outputs.append(output)
     migrate.wait_for(lab, migrate.received(lab) + 20 * 10 ** 6)
+    # the receiver moved to another migration while this one copies: refused before any change, the copy goes on
+    moved = subprocess.run([os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), '-i', files['inventory'],
+                            os.path.join(wanlab.REPO_ROOT, 'playbooks', 'wan_tune.yml'), '--tags', 'rsync_daemon', '-e',
+                            json.dumps({'rsync_daemon_tls_migration': 'another'})],
+                           env=dict(os.environ, ANSIBLE_LOCALHOST_WARNING='false'), text=True, check=False,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    outputs.append(moved.stdout)
+    out['moved'] = {'rc': moved.returncode, 'said': 'transfer(s) in flight' in moved.stdout,
+                    'nothing_changed': 'changed=0' in moved.stdout and 'changed=1' not in moved.stdout,
+                    'running': state_of(lab)['state'] == 'running'}
     transfer.sh(lab, 'B', 'systemctl restart %s' % transfer.TLS_UNIT)
     out['cut'] = until_ended(lab)
     rc, output = migrate.run(files, reports)
@@ -328,6 +340,8 @@ def test_rsync_daemon_in_cleartext_and_over_tls_beats_scp_which_stays_at_its_win
     after_stop = checks['after_stop']
     assert after_stop['state'] == 'done' and after_stop['verified'] is True, after_stop
     assert after_stop['resent_bytes'] <= 0.05 * 100 * 10 ** 6, after_stop['resent_bytes']
+    # a re-run that would move the receiver to another migration mid-copy is refused, and the copy goes on
+    assert checks['moved'] == {'rc': 2, 'said': True, 'nothing_changed': True, 'running': True}, checks['moved']
     assert checks['cut']['state'] in ('failed', 'interrupted'), checks['cut']['state']
     after_restart = checks['after_restart']
     assert after_restart['state'] == 'done' and after_restart['verified'] is True, after_restart

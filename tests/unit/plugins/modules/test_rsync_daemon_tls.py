@@ -99,6 +99,27 @@ def test_a_receiver_is_recorded_once_and_undone_exactly(root, run_module):
     assert not run_module(rsync_daemon_tls.main, server(root, state='absent'))['changed']
 
 
+def test_a_receiver_with_transfers_in_flight_does_not_move_to_another_migration(root, run_module, monkeypatch):
+    """Moving would trust the new migration's CA only and refuse the running migration's next connection: refused,
+    in check mode too (the validation play), before anything changes; the same migration, or no transfer, goes on."""
+    run_module(rsync_daemon_tls.main, server(root, senders=['s1']))
+    record = (root / 'state' / rsync_daemon_tls.SERVER_RECORD).read_text()
+    in_flight = {'transfers': 2}
+    monkeypatch.setattr(rsync_daemon_tls, 'daemon_state', lambda *a: (True, in_flight['transfers'], False))
+    for check in (True, False):
+        refused = run_module(rsync_daemon_tls.main, dict(server(root, migration='m2', senders=['s1']),
+                                                         _ansible_check_mode=check))
+        assert refused['rc'] != 0 and refused['msg'].startswith('This receiver serves the migration m1, with 2 '
+                                                                'transfer(s) in flight'), refused
+        assert 'rsync_daemon_tls_migration' in refused['msg'] and refused['msg'].endswith('Nothing was changed.')
+        assert (root / 'state' / rsync_daemon_tls.SERVER_RECORD).read_text() == record
+        assert not (root / 'state' / rsynctls.CA_SUBDIR / 'm2').exists()
+    assert not run_module(rsync_daemon_tls.main, server(root, senders=['s1']))['changed']      # the same migration
+    in_flight['transfers'] = 0
+    moved = run_module(rsync_daemon_tls.main, server(root, migration='m2', senders=['s1']))
+    assert moved['changed'] and moved['migration_before'] == 'm1'
+
+
 def test_the_rollback_refuses_broken_marks_before_it_changes_anything(root, run_module):
     """blockinfile's state=absent with END before BEGIN would delete every line between them."""
     run_module(rsync_daemon_tls.main, server(root))
