@@ -392,8 +392,9 @@ def refuse_move_in_flight(module, params, record, result):
         module.fail_json(msg='This receiver serves the migration %s, with %d transfer(s) in flight; moving it to the '
                          'migration %s (rsync_daemon_tls_migration) now would refuse the running migration from its '
                          'next connection on. Let that migration end (-e migrate_action=status on its senders shows '
-                         'it) or stop it (-e migrate_action=stop), then run again; or keep rsync_daemon_tls_migration=%s '
-                         'for now. Nothing was changed.' % (before, result['transfers'], params['migration'], before),
+                         'it) or stop it (-e migrate_action=stop), then run again; or keep '
+                         'rsync_daemon_tls_migration=%s for now. Nothing was changed.'
+                         % (before, result['transfers'], params['migration'], before),
                          **result)
 
 

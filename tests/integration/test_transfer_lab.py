@@ -175,7 +175,8 @@ def lifecycle_checks(lab, files, reports, outputs):
     outputs.append(moved.stdout)
     out['moved'] = {'rc': moved.returncode, 'said': 'transfer(s) in flight' in moved.stdout,
                     'nothing_changed': 'changed=0' in moved.stdout and 'changed=1' not in moved.stdout,
-                    'running': state_of(lab)['state'] == 'running'}
+                    'running': transfer.sh(lab, 'A', 'systemctl is-active --quiet %s' % migrate.unit(lab),
+                                           check=False).returncode == 0 and state_of(lab)['state'] == 'copying'}
     transfer.sh(lab, 'B', 'systemctl restart %s' % transfer.TLS_UNIT)
     out['cut'] = until_ended(lab)
     rc, output = migrate.run(files, reports)

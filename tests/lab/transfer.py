@@ -446,10 +446,13 @@ def commands(lab, method, streams, ssh_streams=8):
     if method not in parallel:
         raise ValueError(method)
     client, target, count = parallel[method]
-    jobs = ['( s=$(date +%%s.%%N); %s --files-from=%s/%d/%d %s/ %s/%s/; rc=$?; '
-            'echo "stream %d $s $(date +%%s.%%N)" >&2; exit $rc ) & pids="$pids $!"'
-            % (client, PARTS, count, n, SRC, target, method, n) for n in range(count)]
-    return '\n'.join(['pids=""'] + jobs + ['rc=0', 'for p in $pids; do wait $p || rc=1; done', 'exit $rc'])
+    # each stream's stderr in a file of its own, printed whole after the streams: four openssl summaries written to one
+    # pipe at once can interleave within a line
+    jobs = ['( s=$(date +%%s.%%N); %s --files-from=%s/%d/%d %s/ %s/%s/ 2>"$err/%d"; rc=$?; '
+            'echo "stream %d $s $(date +%%s.%%N)" >>"$err/%d"; exit $rc ) & pids="$pids $!"'
+            % (client, PARTS, count, n, SRC, target, method, n, n, n) for n in range(count)]
+    return '\n'.join(['pids=""', 'err=$(mktemp -d)'] + jobs + [
+        'rc=0', 'for p in $pids; do wait $p || rc=1; done', 'cat "$err"/* >&2; rm -rf "$err"', 'exit $rc'])
 
 
 class Sampler(object):

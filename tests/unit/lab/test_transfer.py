@@ -146,7 +146,7 @@ def test_commands_name_the_transports():
     assert 'rsync://xfer@198.18.0.2/xfer/rsync_daemon/' in transfer.commands(lab, 'rsync_daemon', 4)
     parallel = transfer.commands(lab, 'rsync_daemon_parallel', 3)
     assert parallel.count('--files-from=/srv/xfer/parts/3/') == 3 and 'wait $p || rc=1' in parallel
-    assert 'echo "stream 2 $s $(date +%s.%N)" >&2' in parallel
+    assert 'echo "stream 2 $s $(date +%s.%N)" >>"$err/2"' in parallel and 'cat "$err"/* >&2' in parallel
     tls = transfer.commands(lab, 'rsync_tls', 4)
     assert tls.startswith('RSYNC_SSL_CA_CERT=/etc/bdp-wan-tune/rsync-tls-client/transfer-lab/bdp-lab-b/ca.crt '
                           'RSYNC_SSL_CERT=/etc/bdp-wan-tune/rsync-tls-client/transfer-lab/bdp-lab-b/host.crt '
