@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import sys
+import time
 
 import pytest
 
@@ -92,6 +93,14 @@ class Timers(object):
     def running(self, pid):
         """Whether the stand-in ``pid`` still sleeps (not killed by a disarm)."""
         return pid in self.started and 'sleep' in (files.read_text('/proc/%d/cmdline' % pid) or '')
+
+    def stopped(self, pid, within=10.0):
+        """Whether the stand-in ``pid`` is gone within ``within`` seconds: a disarm's SIGTERM is delivered when the
+        process next runs, which on a loaded machine is not at once."""
+        deadline = time.time() + within
+        while self.running(pid) and time.time() < deadline:
+            time.sleep(0.05)
+        return not self.running(pid)
 
     def left(self):
         """What the run directory holds besides the decision markers (which stay until boot, so that a timer that

@@ -177,7 +177,7 @@ def test_change_prove_confirm_then_nothing_to_do(run_module, host):
 
     confirmed = run_module(link_mtu.main, {'state': 'confirmed', 'state_dir': host.state_dir})
     assert confirmed['changed'] and confirmed['outcome'] == 'confirmed'
-    assert not os.path.exists(script) and not host.timers.running(commit['pid'])      # disarmed
+    assert not os.path.exists(script) and host.timers.stopped(commit['pid'])      # disarmed
     state = state_of(host)
     assert state['pending'] is None and state['committed'] == {'wan0': 9000}
     assert host.timers.left() == [] and os.listdir(host.run_dir) == ['jumbo_mtu-%s.decided' % commit['token']]
