@@ -11,6 +11,7 @@ files only."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -229,9 +230,9 @@ def test_a_word_still_being_written_is_the_timers_and_its_script_is_left_to_run(
         os.waitpid(pid, 0)
 
 
-def test_the_timer_puts_back_even_when_it_cannot_write_its_word(timer, monkeypatch):
-    """/run full: the marker is made (the decision is the timer's) but its ``by`` file cannot be written; the
-    values go back all the same (the earlier version's shell script went on after a failed echo)."""
+@contextlib.contextmanager
+def run_full(monkeypatch):
+    """/run full: writing a decision marker's ``by`` file fails with ENOSPC; every other open() is the real one."""
     real_open = open
 
     def full(path, *args, **kwargs):
@@ -240,6 +241,13 @@ def test_the_timer_puts_back_even_when_it_cannot_write_its_word(timer, monkeypat
         return real_open(path, *args, **kwargs)
     with monkeypatch.context() as patched:
         patched.setattr('builtins.open', full)
+        yield
+
+
+def test_the_timer_puts_back_even_when_it_cannot_write_its_word(timer, monkeypatch):
+    """/run full: the marker is made (the decision is the timer's) but its ``by`` file cannot be written; the
+    values go back all the same (the earlier version's shell script went on after a failed echo)."""
+    with run_full(monkeypatch):
         record = commit.fire(timer.data('T1', timer.pending['revert_steps']), timer.setting.set)
     assert record and record['rc'] == 0 and timer.setting.values == {'a': 1, 'b': 10}
     assert timer.decision(timer.pending, take='confirmed') == 'timer'
@@ -249,14 +257,7 @@ def test_the_module_decides_even_when_it_cannot_write_its_word(timer, monkeypatc
     """/run full when the module confirms or puts back: its mkdir took the decision (the timer backs off), so the
     call goes on and ends the change, instead of failing with a traceback and leaving a marker without a word that
     the next run would read as the timer's put-back."""
-    real_open = open
-
-    def full(path, *args, **kwargs):
-        if str(path).endswith(os.sep + 'by'):
-            raise OSError(28, 'No space left on device')
-        return real_open(path, *args, **kwargs)
-    with monkeypatch.context() as patched:
-        patched.setattr('builtins.open', full)
+    with run_full(monkeypatch):
         assert timer.decision(timer.pending, take='module') == 'module'
     ending = timer.end(timer.pending, 'module')
     assert (ending['outcome'], ending['restored']) == ('restored_by_module', {'a': 1, 'b': 10})
