@@ -30,7 +30,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 
@@ -167,11 +166,9 @@ def lifecycle_checks(lab, files, reports, outputs):
     outputs.append(output)
     migrate.wait_for(lab, migrate.received(lab) + 20 * 10 ** 6)
     # the receiver moved to another migration while this one copies: refused before any change, the copy goes on
-    moved = subprocess.run([os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), '-i', files['inventory'],
-                            os.path.join(wanlab.REPO_ROOT, 'playbooks', 'wan_tune.yml'), '--tags', 'rsync_daemon', '-e',
-                            json.dumps({'rsync_daemon_tls_migration': 'another'})],
-                           env=dict(os.environ, ANSIBLE_LOCALHOST_WARNING='false'), text=True, check=False,
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    moved = transfer.demo.ansible_playbook(['-i', files['inventory'], transfer.demo.PLAYBOOK, '--tags', 'rsync_daemon',
+                                            '-e', json.dumps({'rsync_daemon_tls_migration': 'another'})],
+                                           quiet=True, check=False)
     outputs.append(moved.stdout)
     out['moved'] = {'rc': moved.returncode, 'said': 'transfer(s) in flight' in moved.stdout,
                     'nothing_changed': 'changed=0' in moved.stdout and 'changed=1' not in moved.stdout,

@@ -32,15 +32,17 @@ MEASURE = os.path.join(ROOT, 'tests', 'lab', 'measure.yml')
 RESULTS = os.path.join(ROOT, 'results')
 
 
-def ansible_playbook(argv, quiet=False):
-    """Run ansible-playbook from the interpreter's venv; output to the terminal unless quiet."""
+def ansible_playbook(argv, quiet=False, check=True):
+    """Run ansible-playbook from the interpreter's venv; output to the terminal unless quiet (then in the returned
+    CompletedProcess's stdout).  A failure ends the run unless ``check`` is false."""
     cmd = [os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')] + argv
     env = dict(os.environ, ANSIBLE_LOCALHOST_WARNING='false', ANSIBLE_INVENTORY_UNPARSED_WARNING='false')
     proc = subprocess.run(cmd, env=env, text=True, check=False,
                           stdout=subprocess.PIPE if quiet else None, stderr=subprocess.STDOUT if quiet else None)
-    if proc.returncode != 0:
+    if check and proc.returncode != 0:
         raise SystemExit('ansible-playbook %s failed (exit %d)%s'
                          % (' '.join(argv), proc.returncode, (':\n' + proc.stdout[-4000:]) if quiet else ''))
+    return proc
 
 
 def write_inventory(lab, path):
