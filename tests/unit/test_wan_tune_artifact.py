@@ -44,7 +44,7 @@ def artifact_task():
 def applied(**registered):
     """The artifact of host h1 after a run in which the roles registered ``registered``."""
     task = artifact_task()
-    variables = dict(task['vars'])
+    variables = dict(task.get('vars', {}))
     variables.update(load('roles', 'bbr', 'vars', 'main.yml'))           # bbr_result, in a hand-over
     variables.update(inventory_hostname='h1', ansible_check_mode=False, bbr_state='present',
                      tcp_buffers_state='present', __tcp_buffers_plan=PLAN)
