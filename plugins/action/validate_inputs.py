@@ -175,23 +175,6 @@ def show(value):
     return _bdp.show_value(value)
 
 
-def kind(value):
-    """What a value is, in YAML words."""
-    if isinstance(value, bool):
-        return 'a boolean'
-    if value is None:
-        return 'empty (null)'
-    if isinstance(value, (int, float)):
-        return 'a number'
-    if isinstance(value, str):
-        return 'a string'
-    if isinstance(value, dict):
-        return 'a mapping'
-    if isinstance(value, (list, tuple)):
-        return 'a list'
-    return 'not a plain value'
-
-
 # ----------------------------------------------------------------------------- specs
 
 def load_specs():
@@ -282,7 +265,7 @@ def typed(var, value, option, accepted=None):
         bad = [(index, item) for index, item in enumerate(value)
                if option.get('elements') == 'str' and not isinstance(item, str)]
         if bad:
-            raise Refusal('has an item [%d] that is %s, not a string' % (bad[0][0], kind(bad[0][1])),
+            raise Refusal('has an item [%d] that is %s, not a string' % (bad[0][0], _bdp.yaml_kind(bad[0][1])),
                           'a list of strings')
         return list(value)
     elif kind_ == 'list' and isinstance(value, str):
@@ -294,7 +277,7 @@ def typed(var, value, option, accepted=None):
         if var in INT_RANGES:
             accepted = range_help(var, option.get('default'))
         accepted = RULE_HELP.get(var, accepted)
-    raise Refusal('is not %s' % what if isinstance(value, str) else 'is %s, not %s' % (kind(value), what), accepted)
+    raise Refusal('is not %s' % what if isinstance(value, str) else 'is %s, not %s' % (_bdp.yaml_kind(value), what), accepted)
 
 
 def to_path(value):
@@ -333,7 +316,7 @@ def serial_batches(value):
     batches = []
     for item in items:
         if isinstance(item, bool) or not isinstance(item, (int, str)):
-            raise Refusal('is %s, not a batch size' % kind(item), SERIAL_HELP)
+            raise Refusal('is %s, not a batch size' % _bdp.yaml_kind(item), SERIAL_HELP)
         text = str(item).strip()
         number = text[:-1] if text.endswith('%') else text
         if not number.isdigit() or int(number) < 1 or (text.endswith('%') and int(number) > 100):
@@ -361,7 +344,7 @@ def _check_items(var, name, value, check, accepted, problems, label=''):
     for index, item in enumerate(value):
         where = '%s[%d]' % (name, index)
         if not isinstance(item, str):
-            problems.append(_message(where, item, 'is %s, not a string' % kind(item), accepted, label=label))
+            problems.append(_message(where, item, 'is %s, not a string' % _bdp.yaml_kind(item), accepted, label=label))
             bad += 1
             continue
         try:
@@ -386,7 +369,7 @@ def convert(var, name, value, option, problems):
             # a link rate, an RTT, a factor: read by the role's filter, with units, a richer grammar than the type
             what, accepted, parser = PARSERS[var]
             if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-                raise Refusal('is %s, not %s' % (kind(value), what), accepted)
+                raise Refusal('is %s, not %s' % (_bdp.yaml_kind(value), what), accepted)
             return parser(value, name)
         if var in SPECIAL:
             return SPECIAL[var](var, name, value, problems)
@@ -429,7 +412,7 @@ def host_pattern(var, name, value, problems):
     if isinstance(value, (list, tuple)) and value and all(isinstance(item, str) and item for item in value):
         return list(value)
     raise Refusal('is not a host pattern' if isinstance(value, (str, list, tuple))
-                  else 'is %s, not a host pattern' % kind(value),
+                  else 'is %s, not a host pattern' % _bdp.yaml_kind(value),
                   'a host pattern (all, a group name, web:&dc1) or a list of them')
 
 

@@ -128,19 +128,39 @@ def _banner(module, binary):
     return lines[0].strip() if lines else ''
 
 
-def _keyword(line):
-    return line.split()[0]
+def _installed(module, binary):
+    """A probe's result so far: whether ``binary`` exists and is executable, and its version."""
+    result = {'installed': False, 'version': '', 'hpn_version': None, 'known': [], 'refused': {}, 'error': ''}
+    if os.path.isfile(binary) and os.access(binary, os.X_OK):
+        result.update(installed=True, version=_banner(module, binary))
+        version = hpnssh.parse_hpn_version(result['version'])
+        result['hpn_version'] = list(version) if version else None
+    return result
+
+
+def _check(module, path, text, argv):
+    """(rc, output) of ``argv`` on the configuration ``path`` holding ``text``."""
+    with open(path, 'w') as handle:
+        handle.write(text)
+    return _run(module, argv)
+
+
+def _ask(module, result, path, argv, base, probes):
+    """``result`` with each option of ``probes`` known or refused, checked alone after ``base``."""
+    for option in probes:
+        rc, text = _check(module, path, base + option + '\n', argv)
+        if hpnssh.probe_verdict(rc, text):
+            result['known'].append(option.split()[0])
+        else:
+            result['refused'][option.split()[0]] = ' '.join(text.split())
+    return result
 
 
 def probe_server(module, binary, keygen, workdir):
     """{'installed', 'version', 'hpn_version', 'known', 'refused', 'error'} for the daemon."""
-    result = {'installed': False, 'version': '', 'hpn_version': None, 'known': [], 'refused': {}, 'error': ''}
-    if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
+    result = _installed(module, binary)
+    if not result['installed']:
         return result
-    result['installed'] = True
-    result['version'] = _banner(module, binary)
-    version = hpnssh.parse_hpn_version(result['version'])
-    result['hpn_version'] = list(version) if version else None
     key = os.path.join(workdir, 'probe_host_key')
     generator = keygen if os.path.isfile(keygen) else module.get_bin_path('ssh-keygen')
     if not generator:
@@ -152,48 +172,27 @@ def probe_server(module, binary, keygen, workdir):
         return result
     base = 'HostKey %s\nPidFile %s\n' % (key, os.path.join(workdir, 'probe.pid'))
     path = os.path.join(workdir, 'sshd_config')
-    for option in (None,) + hpnssh.SERVER_PROBES:
-        with open(path, 'w') as handle:
-            handle.write(base + (option + '\n' if option else ''))
-        rc, text = _run(module, [binary, '-t', '-f', path])
-        if option is None:
-            if not hpnssh.probe_verdict(rc, text):
-                result['error'] = '%s -t refuses a configuration with no HPN option (exit %d): %s' % (
-                    binary, rc, ' '.join(text.split()))
-                return result
-            continue
-        if hpnssh.probe_verdict(rc, text):
-            result['known'].append(_keyword(option))
-        else:
-            result['refused'][_keyword(option)] = ' '.join(text.split())
-    return result
+    argv = [binary, '-t', '-f', path]
+    rc, text = _check(module, path, base, argv)
+    if not hpnssh.probe_verdict(rc, text):
+        result['error'] = '%s -t refuses a configuration with no HPN option (exit %d): %s' % (
+            binary, rc, ' '.join(text.split()))
+        return result
+    return _ask(module, result, path, argv, base, hpnssh.SERVER_PROBES)
 
 
 def probe_client(module, binary, workdir):
     """The same for the client, asked with -G (print the configuration and exit)."""
-    result = {'installed': False, 'version': '', 'hpn_version': None, 'known': [], 'refused': {}, 'error': ''}
-    if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
+    result = _installed(module, binary)
+    if not result['installed']:
         return result
-    result['installed'] = True
-    result['version'] = _banner(module, binary)
-    version = hpnssh.parse_hpn_version(result['version'])
-    result['hpn_version'] = list(version) if version else None
     path = os.path.join(workdir, 'ssh_config')
-    for option in (None,) + hpnssh.CLIENT_PROBES:
-        with open(path, 'w') as handle:
-            handle.write((option + '\n') if option else '\n')
-        rc, text = _run(module, [binary, '-G', '-F', path, 'probe.invalid'])
-        if option is None:
-            if rc != 0:
-                result['error'] = '%s -G refuses an empty configuration (exit %d): %s' % (
-                    binary, rc, ' '.join(text.split()))
-                return result
-            continue
-        if hpnssh.probe_verdict(rc, text):
-            result['known'].append(_keyword(option))
-        else:
-            result['refused'][_keyword(option)] = ' '.join(text.split())
-    return result
+    argv = [binary, '-G', '-F', path, 'probe.invalid']
+    rc, text = _check(module, path, '\n', argv)
+    if rc != 0:
+        result['error'] = '%s -G refuses an empty configuration (exit %d): %s' % (binary, rc, ' '.join(text.split()))
+        return result
+    return _ask(module, result, path, argv, '', hpnssh.CLIENT_PROBES)
 
 
 def loaded_units(module, names):

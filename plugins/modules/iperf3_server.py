@@ -278,10 +278,6 @@ def bind_error(port, bind=None):
     return None
 
 
-def port_free(port, bind=None):
-    return bind_error(port, bind) is None
-
-
 class ServerBase(object):
     """The server's files (pid and log under the pid directory), iperf3, and stopping it (state=absent)."""
 

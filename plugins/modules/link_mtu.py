@@ -99,13 +99,6 @@ options:
     description: Allow changing interfaces that carry the Ansible control connection or a default route.
     type: bool
     default: false
-  control_hosts:
-    description: Addresses or names the controller uses to reach this host (for example C(ansible_host)); an
-      interface holding one of them counts as carrying the control connection. The SSH client address is also
-      read from the SSH session's environment.
-    type: list
-    elements: str
-    default: []
   clamp:
     description: Lower the MTU to the limit (NIC, parent, cloud) instead of refusing.
     type: bool
@@ -128,10 +121,9 @@ options:
     type: int
   state_dir:
     description: Where the MTUs before the first change and the pending change are recorded.
-    type: path
-    default: /var/lib/bdp_wan_tune
 extends_documentation_fragment:
   - bdp.wan_tune.commit_confirm
+  - bdp.wan_tune.state_dir
   - bdp.wan_tune.attributes
   - ansible.builtin.action_common_attributes
 attributes:
@@ -265,7 +257,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common import checks
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common import files
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common import runlock
-from ansible_collections.bdp.wan_tune.plugins.module_utils.common.commit import Timer, check_timeout
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common.commit import Timer, check_timeout, pending_in
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common.record import Record
 from ansible_collections.bdp.wan_tune.plugins.module_utils.mtu import linkmtu
 from ansible_collections.bdp.wan_tune.plugins.module_utils.mtu import mtuplan
@@ -286,7 +278,7 @@ class LinkMtu(object):
     def __init__(self, module):
         self.module = module
         self.p = module.params
-        self.ip = module.get_bin_path('ip', required=True)
+        self.run_ip = mtuplan.ip_runner(module, module.get_bin_path('ip', required=True))
         self.record = Record(module, self.p['state_dir'], STATE_FILE)
         self.result = {'changed': False, 'summary': '', 'check_mode': module.check_mode}
         self.timer = Timer(module, self.p['state_dir'], linkmtu.MtuSetting(self.run_ip))
@@ -303,12 +295,6 @@ class LinkMtu(object):
     @property
     def check_mode(self):
         return self.module.check_mode
-
-    def run_ip(self, args, check=True):
-        rc, out, err = self.module.run_command([self.ip] + args)
-        if check and rc != 0:
-            raise RuntimeError('ip %s: %s' % (' '.join(args), (err or out).strip()))
-        return rc, out, err
 
     def links(self):
         return mtuplan.links(self.run_ip)
@@ -640,19 +626,11 @@ def reverted(lm):
 
 
 def pending_change(lm, nothing, would, outcome=None):
-    """The pending change, its timer in the result, the listener stopped; None when there is none (the summary
-    says ``nothing``, the outcome is ``outcome``) or in check mode (``would``, with the token)."""
+    """The pending change as common/commit.py pending_in returns it (None: none, or check mode), the listener stopped."""
     pending = lm.load_state().get('pending')
     if not lm.check_mode:
         lm.listener.stop()
-    if not pending:
-        lm.result.update(summary=nothing, outcome=outcome)
-        return None
-    lm.result['commit'] = lm.timer.public(pending, 'pending')
-    if lm.check_mode:
-        lm.result.update(changed=True, summary=would % pending['token'])
-        return None
-    return pending
+    return pending_in(lm.timer, lm.result, pending, nothing, would, outcome)
 
 
 # ---------------------------------------------------------------------------------------------- state=absent

@@ -75,12 +75,9 @@ options:
       down and up).
     type: bool
     default: false
-  state_dir:
-    description: Where what was written and replaced is recorded for O(state=absent).
-    type: path
-    default: /var/lib/bdp_wan_tune
 extends_documentation_fragment:
   - bdp.wan_tune.attributes
+  - bdp.wan_tune.state_dir
   - ansible.builtin.action_common_attributes
 attributes:
   diff_mode:

@@ -128,16 +128,6 @@ from ansible_collections.bdp.wan_tune.plugins.module_utils.mtu import mtuplan
 from ansible_collections.bdp.wan_tune.plugins.module_utils.nic import survey
 
 
-def runner(module, binary):
-    """run_ip(args, check=True) of module_utils/mtu/mtuplan.py, with ``binary``."""
-    def run(args, check=True):
-        rc, out, err = module.run_command([binary] + args)
-        if check and rc != 0:
-            raise RuntimeError('%s %s: %s' % (binary, ' '.join(args), (err or out).strip()))
-        return rc, out, err
-    return run
-
-
 def requested(module, links, run_ip):
     """[(interface, reason)] as asked: the named interfaces, else those that route to the peers."""
     params = module.params
@@ -161,7 +151,7 @@ def main():
         ),
         supports_check_mode=True,
     )
-    run_ip = runner(module, module.get_bin_path('ip', required=True))
+    run_ip = mtuplan.ip_runner(module, module.get_bin_path('ip', required=True))
     tc = module.get_bin_path('tc')
     links = mtuplan.links(run_ip)
     nic = {}

@@ -116,13 +116,6 @@ options:
     description: Lower rings or txqueuelen below what the host had before this module first changed them.
     type: bool
     default: false
-  control_hosts:
-    description: Addresses or names the controller uses to reach this host (for example C(ansible_host)); an
-      interface holding one counts as carrying the control connection. The SSH client address is also read from
-      the SSH session's environment.
-    type: list
-    elements: str
-    default: []
   confirm_timeout:
     description: Seconds after arming before the timer puts the rings of the control connection's interface back
       unless O(state=confirmed) runs (10 or more).
@@ -253,7 +246,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common import checks
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common import files
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common import runlock
-from ansible_collections.bdp.wan_tune.plugins.module_utils.common.commit import Timer, check_timeout
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common.commit import Timer, check_timeout, pending_in
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common.record import Record
 from ansible_collections.bdp.wan_tune.plugins.module_utils.mtu import linkmtu
 from ansible_collections.bdp.wan_tune.plugins.module_utils.mtu import mtuplan
@@ -285,7 +278,7 @@ class NicSettings(object):
     def __init__(self, module):
         self.module = module
         self.p = module.params
-        self.ip = module.get_bin_path('ip', required=True)
+        self.run_ip = mtuplan.ip_runner(module, module.get_bin_path('ip', required=True))
         self.record = Record(module, self.p['state_dir'], RECORD)
         self.result = {'changed': False, 'files': [], 'summary': '', 'check_mode': module.check_mode}
         self.diffs = []
@@ -310,12 +303,6 @@ class NicSettings(object):
                         'within %d s unless state=confirmed runs (state=reverted puts them back now).'
                         % (', '.join(name for name, _b, _a in self.armed['changes']), self.p['confirm_timeout']))
         self.module.fail_json(msg=msg, **self.result)
-
-    def run_ip(self, args, check=True):
-        rc, out, err = self.module.run_command([self.ip] + args)
-        if check and rc != 0:
-            raise RuntimeError('ip %s: %s' % (' '.join(args), (err or out).strip()))
-        return rc, out, err
 
     def qdisc_text(self, name):
         tc = self.module.get_bin_path('tc')
@@ -555,18 +542,9 @@ def end_pending(ns, pending, ending):
 
 
 def pending_change(ns, nothing, would):
-    """The pending ring change, its timer in the result; None when there is none (the summary says ``nothing``) or
-    in check mode (``would``, with the token)."""
-    pending = ns.record.data.get('pending')
+    """The pending ring change as common/commit.py pending_in returns it (None: none, or check mode)."""
     ns.result['outcome'] = None
-    if not pending:
-        ns.result['summary'] = nothing
-        return None
-    ns.result['commit'] = ns.timer.public(pending, 'pending')
-    if ns.module.check_mode:
-        ns.result.update(changed=True, summary=would % pending['token'])
-        return None
-    return pending
+    return pending_in(ns.timer, ns.result, ns.record.data.get('pending'), nothing, would)
 
 
 def confirmed(ns):

@@ -89,8 +89,6 @@ options:
     default: present
   state_dir:
     description: Where the values from before the first change are recorded, one JSON file per drop-in file.
-    type: path
-    default: /var/lib/bdp_wan_tune
   congestion:
     description:
       - With O(state=present), first run a M(bdp.wan_tune.tcp_congestion) request with O(bdp.wan_tune.tcp_congestion#module:state=available)
@@ -175,6 +173,7 @@ options:
         default: false
 extends_documentation_fragment:
   - bdp.wan_tune.attributes
+  - bdp.wan_tune.state_dir
   - ansible.builtin.action_common_attributes
 attributes:
   diff_mode:

@@ -68,8 +68,6 @@ options:
     description:
       - Where the qdiscs each interface had before this module changed them are recorded (C(qdisc.json)), for example
         V(fq_codel) or V(mq/fq_codel); with O(sysctl_file), also the values from before that file first changed them.
-    type: path
-    default: /var/lib/bdp_wan_tune
   sysctl_file:
     description:
       - With O(state=available), the drop-in file in C(/etc/sysctl.d) that makes O(algorithm) the default congestion
@@ -99,6 +97,7 @@ options:
     default: available
 extends_documentation_fragment:
   - bdp.wan_tune.attributes
+  - bdp.wan_tune.state_dir
   - ansible.builtin.action_common_attributes
 attributes:
   diff_mode:

@@ -8,8 +8,8 @@ matching their text; a value whose logged form is escaped (a backslash, both quo
 secret that is never an argument cannot be logged that way: the action plugin renders the file content on the
 controller, writes it to a 0600 file in Ansible's private local tmp dir, transfers it into the task's remote tmp dir
 (0700, the connection user's) and passes only the remote path to the module.  The module takes it with
-module_utils/common/files.py ``take_secret()`` (which removes it) and installs it with ``write_atomic(..., mode=0o600)`` or
-``install_secret()``.  The action plugin removes the remote tmp dir when the module has run (``finish()``).
+module_utils/common/files.py ``take_secret()`` (which removes it) and installs it with ``write_atomic(..., mode=0o600)``.
+The action plugin removes the remote tmp dir when the module has run (``finish()``).
 
 Used by plugins/action/rsync_daemon_config.py (the rsyncd secrets file); written so that any other action plugin
 (a TLS private key) calls the same two functions.

@@ -75,6 +75,23 @@ def show_value(value):
     return _fmt(value)
 
 
+def yaml_kind(value):
+    """What a value is, in YAML words (a refused value is never shown whole)."""
+    if isinstance(value, bool):
+        return 'a boolean'
+    if value is None:
+        return 'empty (null)'
+    if isinstance(value, (int, float)):
+        return 'a number'
+    if isinstance(value, str):
+        return 'a string'
+    if isinstance(value, dict):
+        return 'a mapping'
+    if isinstance(value, (list, tuple)):
+        return 'a list'
+    return 'not a plain value'
+
+
 def _kind(value):
     """The built-in type of ``value`` by its plain name (tagged Ansible values show as str, list, dict, ...)."""
     for klass in type(value).__mro__:
@@ -313,14 +330,6 @@ def _whole(value, name, accepted, minimum=1):
     return number
 
 
-def whole_number(value, name, accepted, minimum=1):
-    """A whole number (int or a string of digits, as ``_DIGITS`` reads it) of at least ``minimum``, or UnitError.
-
-    The public name of the reader memory_plan uses for its sizes, so other callers (the validation play) read a
-    whole number the same way."""
-    return _whole(value, name, accepted, minimum)
-
-
 def parse_memory_share(value, name='memory_share'):
     """The memory guard's share of RAM (Decimal, above 0 and at most 1), exactly as memory_plan reads it; or
     UnitError."""
@@ -466,20 +475,22 @@ def _fit_tcp_mem(tcp_mem, needed_pages, share, mem, page):
     return [low, max(pressure, min(new_pressure, new_high)), new_high], True
 
 
+def _human(value, units, base):
+    """``value`` in the largest of ``units`` ((unit, scale), largest first) it reaches, else whole in ``base``."""
+    for unit, scale in units:
+        if value >= scale:
+            return '%s %s' % (_strip((Decimal(value) / scale).quantize(Decimal('0.001'), ROUND_HALF_UP)), unit)
+    return '%d %s' % (value, base)
+
+
 def human_bytes(count):
     """12250000 -> '12.25 MB', 1225000000 -> '1.225 GB' (decimal units, as rates are decimal)."""
-    for unit, scale in (('GB', 10 ** 9), ('MB', 10 ** 6), ('kB', 10 ** 3)):
-        if count >= scale:
-            return '%s %s' % (_strip((Decimal(count) / scale).quantize(Decimal('0.001'), ROUND_HALF_UP)), unit)
-    return '%d B' % count
+    return _human(count, (('GB', 10 ** 9), ('MB', 10 ** 6), ('kB', 10 ** 3)), 'B')
 
 
 def human_rate(bps):
     """1000000000 -> '1 Gbit/s'."""
-    for unit, scale in (('Tbit/s', 10 ** 12), ('Gbit/s', 10 ** 9), ('Mbit/s', 10 ** 6), ('kbit/s', 10 ** 3)):
-        if bps >= scale:
-            return '%s %s' % (_strip((Decimal(bps) / scale).quantize(Decimal('0.001'), ROUND_HALF_UP)), unit)
-    return '%d bit/s' % bps
+    return _human(bps, (('Tbit/s', 10 ** 12), ('Gbit/s', 10 ** 9), ('Mbit/s', 10 ** 6), ('kbit/s', 10 ** 3)), 'bit/s')
 
 
 # Booleans as Ansible's ``bool`` filter reads them (the roles read every boolean that way); -e passes strings.

@@ -154,6 +154,19 @@ def stale(pending):
     return bool(pending.get('boot_id')) and pending['boot_id'] != boot_id()
 
 
+def pending_in(timer, result, pending, nothing, would, outcome=None):
+    """``pending`` (the module's pending change) with its ``timer`` in ``result`` (``commit``); None when there is
+    none (the summary says ``nothing``, the outcome is ``outcome``) or in check mode (``would``, with the token)."""
+    if not pending:
+        result.update(summary=nothing, outcome=outcome)
+        return None
+    result['commit'] = timer.public(pending, 'pending')
+    if timer.module.check_mode:
+        result.update(changed=True, summary=would % pending['token'])
+        return None
+    return pending
+
+
 class Setting(object):
     """What the timer needs of one setting.  NAME names its files (NAME-TOKEN.py, .pid and .decided in the run
     directory, NAME-reverts.log in the state directory) and the journal line; UNIT_PREFIX the systemd units; WHAT

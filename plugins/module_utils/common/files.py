@@ -96,18 +96,6 @@ def secret_unchanged(dest, data, mode=0o600, owner=0, group=0):
     return old == data and stat.st_uid == owner and stat.st_gid == group and stat.st_mode & 0o7777 == mode
 
 
-def install_secret(module, src, dest, mode=0o600, owner=0, group=0):
-    """take_secret(src) installed as ``dest`` (0600 root from its first byte, through write_atomic) unless it is
-    already there; outside check mode only.  Whether it changed.  For modules with nothing to do between the
-    comparison and the write (rsync_daemon_config keeps a copy of the earlier file in between)."""
-    data = take_secret(src)
-    if secret_unchanged(dest, data, mode, owner, group):
-        return False
-    if not module.check_mode:
-        write_atomic(module, dest, data, mode=mode, owner=owner, group=group)
-    return True
-
-
 def read_bytes(path):
     """The file's bytes, or None when it does not exist or cannot be read."""
     try:

@@ -108,11 +108,6 @@ def check_ifname(name):
     return name
 
 
-def probe_payload(mtu, family=4):
-    """ICMP echo payload that makes a packet of exactly ``mtu`` bytes (ping -s)."""
-    return mtu - ICMP_OVERHEAD[family]
-
-
 def tcp_mss(mtu, family=4, timestamps=True):
     """Payload bytes of a full-size TCP segment at ``mtu`` (what TCP_INFO tcpi_snd_mss reports)."""
     return mtu - TCP_OVERHEAD[family] - (TCP_TIMESTAMPS if timestamps else 0)

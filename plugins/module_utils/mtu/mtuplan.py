@@ -20,6 +20,16 @@ DMI_DIR = '/sys/class/dmi/id'
 DMI_KEYS = ('sys_vendor', 'product_name', 'product_version', 'bios_vendor', 'bios_version', 'chassis_asset_tag')
 
 
+def ip_runner(module, binary):
+    """The run_ip(args, check=True) above for ``module``, running ``binary`` (the path of ip)."""
+    def run_ip(args, check=True):
+        rc, out, err = module.run_command([binary] + args)
+        if check and rc != 0:
+            raise RuntimeError('ip %s: %s' % (' '.join(args), (err or out).strip()))
+        return rc, out, err
+    return run_ip
+
+
 def links(run_ip):
     _rc, out, _err = run_ip(['-d', '-j', 'link', 'show'])
     return linkmtu.parse_links(json.loads(out or '[]'))

@@ -37,7 +37,6 @@ DROPIN_NAME = '90-bdp-wan-tune-mtu.conf'
 NETPLAN_NAME = '90-bdp-wan-tune-mtu.yaml'
 IFUPDOWN_NAME = 'bdp-wan-tune-mtu'
 MARK = 'bdp.wan_tune.jumbo_mtu'
-BACKENDS = ('networkd', 'networkmanager', 'netplan', 'ifupdown', 'ifcfg')
 NETPLAN_SECTIONS = ('ethernets', 'bonds', 'bridges', 'vlans', 'tunnels', 'wifis', 'vrfs', 'modems',
                     'nm-devices', 'dummy-devices', 'virtual-ethernets')
 

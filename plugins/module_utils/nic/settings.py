@@ -5,7 +5,7 @@
 transmit queue length per interface, the CPU frequency governor per host, and the guards that refuse a ring or
 coalescing change (it resets many NICs: the link drops for a moment) while a transfer runs.
 
-Every plan entry is {'before', 'after', 'status', 'reason'}, status one of STATUSES: ``changed`` (or would be, in
+Every plan entry is {'before', 'after', 'status', 'reason'}, status one of ``changed`` (or would be, in
 check mode), ``ok`` (already so, or kept as asked), ``unsupported`` (the driver or host cannot), ``not_applicable``
 (the setting has no effect here) or ``kept_higher`` (the host had more before bdp.wan_tune first changed it, and
 allow_lower is false).  The originals come from the module's record; a value is never planned below its original
@@ -22,7 +22,6 @@ from ansible_collections.bdp.wan_tune.plugins.module_utils.nic import survey
 from ansible_collections.bdp.wan_tune.plugins.module_utils.transfer import rsyncd
 from ansible_collections.bdp.wan_tune.plugins.module_utils.tuning import qdisc
 
-STATUSES = ('changed', 'ok', 'unsupported', 'not_applicable', 'kept_higher')
 # Root qdiscs whose queue is the device's transmit queue length (txqueuelen); fq, fq_codel and cake have their own
 # limits (limit, flow_limit, memory_limit), noqueue has no queue at all.
 FIFO = ('pfifo_fast', 'pfifo', 'bfifo')
@@ -44,9 +43,6 @@ class SettingsError(Exception):
 # 0 to a few thousand).
 WORDS = {'rings': (('max', 'keep'), 1, 65536), 'txqueuelen': (('keep',), 1, 1000000),
          'coalescing': (('adaptive', 'keep'), 0, 100000)}
-# The coalescing fields each option of coalescing sets (the others stay as the driver has them).
-ADAPTIVE_FIELDS = ('adaptive_rx', 'adaptive_tx')
-FIXED_FIELDS = ('adaptive_rx', 'rx_usecs')
 
 
 def accepted(option):

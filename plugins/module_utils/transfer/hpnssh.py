@@ -18,8 +18,8 @@ What this relies on (read in the HPN-SSH sources and documentation, none of it c
   and Alias=hpnsshd.service; the Debian packages (hpnssh-client, hpnssh-server, hpnssh-sftp-server) enable it as
   hpnssh.service; the Copr packages (hpnssh, hpnssh-clients, hpnssh-server) as hpnsshd.service.
 
-Which option an installed binary knows is never taken from a version table alone: the role asks the binary
-(module hpn_ssh_probe, probe_verdict() below).  The table OPTIONS is what the documentation says, used to explain.
+Which option an installed binary knows is never taken from a version table: the role asks the binary
+(module hpn_ssh_probe, probe_verdict() below).
 """
 
 import os
@@ -28,10 +28,7 @@ import re
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common import checks
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common.bdp import BOOL_HELP, read_bool, show_value
 
-PPA = 'ppa:rapier1/hpnssh'
-COPR = 'rapier1/hpnssh'
 SOURCES = ('auto', 'ppa', 'copr', 'repository', 'files')
-CONFIG_DIR = '/etc/hpnssh'
 SYSTEM_SSH_PORT = 22
 # The packages per package manager: server and client parts.
 PACKAGES = {
@@ -54,18 +51,6 @@ USERS_HELP = 'a list of user names or patterns (alice, "*@10.0.0.0/8"), without 
 PORT_HELP = checks.port_help(default=2222, extra=', other than %d (the system OpenSSH)' % SYSTEM_SSH_PORT)
 HOST_KEY_TYPES = ('ed25519', 'rsa', 'ecdsa')
 
-# The HPN-only options: which side reads them, since and until which HPN-SSH version the documentation has them
-# (None: no bound known).  Only for messages; the binary decides (probe_verdict).
-OPTIONS = {
-    'HPNDisabled': {'sides': ('server', 'client'), 'removed': None},
-    'TcpRcvBufPoll': {'sides': ('server', 'client'), 'removed': None},
-    'HPNBufferSize': {'sides': ('server', 'client'), 'removed': (18, 2, 0)},
-    'TcpRcvBuf': {'sides': ('server', 'client'), 'removed': (18, 2, 0)},
-    'NoneEnabled': {'sides': ('server', 'client'), 'removed': None},
-    'NoneSwitch': {'sides': ('client',), 'removed': None},
-    'Fallback': {'sides': ('client',), 'removed': None, 'since': (17, 3, 0)},
-    'FallbackPort': {'sides': ('client',), 'removed': None, 'since': (17, 3, 0)},
-}
 SERVER_PROBES = ('HPNDisabled no', 'NoneEnabled no', 'TcpRcvBufPoll yes', 'HPNBufferSize 2048', 'TcpRcvBuf 2048')
 CLIENT_PROBES = ('Fallback no', 'FallbackPort 22', 'NoneEnabled no', 'NoneSwitch no', 'HPNDisabled no')
 # What OpenSSH-derived parsers say about an option they do not apply (servconf.c / readconf.c).
@@ -85,16 +70,6 @@ def parse_hpn_version(text):
     if not match:
         return None
     return tuple(int(part or 0) for part in match.groups())
-
-
-def documented(option, version):
-    """Whether the HPN-SSH documentation has ``option`` in ``version`` (a tuple or None: not HPN-SSH at all)."""
-    if version is None or option not in OPTIONS:
-        return False
-    spec = OPTIONS[option]
-    if spec.get('since') and version < spec['since']:
-        return False
-    return spec['removed'] is None or version < spec['removed']
 
 
 def probe_verdict(rc, output):

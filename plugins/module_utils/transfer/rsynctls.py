@@ -76,7 +76,6 @@ RENEW_DAYS = 30
 DAYS, DAYS_MAX = 180, 3650
 CA_DAYS = 825
 ENV_ORDER = ('RSYNC_SSL_CA_CERT', 'RSYNC_SSL_CERT', 'RSYNC_SSL_KEY', 'RSYNC_SSL_PORT')
-RSYNC = '/usr/bin/rsync'
 # Behind stunnel rsync runs in daemon-over-remote-shell mode, which writes its messages from before the transfer (a
 # write to a read-only module, a chroot that fails) to stderr, as if ssh carried it back; stunnel writes it to the
 # journal instead.  A sender that passes this remote option gets them through rsync's protocol, as from a plain daemon

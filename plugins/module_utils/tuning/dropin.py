@@ -77,7 +77,6 @@ class DropInFile(object):
         # the record of the values the host had: <state_dir>/<file name>.json, {"original": {key: value},
         # "file_existed": bool}
         self.record = Record(module, self.params['state_dir'], os.path.basename(self.path) + '.json')
-        self.state_file = self.record.path
         self.initial = sysctl.initial_netns()
         self.result = {'changed': False, 'path': self.path, 'initial_netns': self.initial,
                        'settings': {}, 'skipped_keys': {}, 'overrides': []}

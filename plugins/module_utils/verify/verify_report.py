@@ -273,23 +273,6 @@ def artifacts(run):
     return found
 
 
-def _what(value):
-    """What a refused value is, in the words of the collection's messages (a summary is never shown whole)."""
-    if isinstance(value, bool):
-        return 'a boolean'
-    if value is None:
-        return 'empty (null)'
-    if isinstance(value, (int, float)):
-        return 'a number'
-    if isinstance(value, str):
-        return 'a string'
-    if isinstance(value, dict):
-        return 'a mapping'
-    if isinstance(value, (list, tuple)):
-        return 'a list'
-    return 'not a plain value'
-
-
 def _refuse(name, reason):
     return ReportError('%s: %s; expected %s.' % (name, reason, BASELINE_HELP))
 
@@ -307,7 +290,7 @@ def _bps(value):
 
 def _given_pair(name, index, pair):
     if not isinstance(pair, dict):
-        raise _refuse(name, 'pairs[%d] is %s, not a pair of a verify summary' % (index, _what(pair)))
+        raise _refuse(name, 'pairs[%d] is %s, not a pair of a verify summary' % (index, bdp.yaml_kind(pair)))
     key = pair.get('key')
     if not isinstance(key, str) or not key.strip():
         raise _refuse(name, 'pairs[%d] has no key (the pair, such as "a -> b"); it has %s'
@@ -335,7 +318,7 @@ def given_baseline(value, name=BASELINE_ARTIFACT):
     if value is None or value == {}:
         return None
     if not isinstance(value, dict):
-        raise _refuse(name, 'is %s, not a verify summary' % _what(value))
+        raise _refuse(name, 'is %s, not a verify summary' % bdp.yaml_kind(value))
     if not isinstance(value.get('pairs'), list):
         raise _refuse(name, 'is a mapping without a pairs list (its keys: %s), not a verify summary'
                       % ', '.join(sorted(str(key) for key in value)))

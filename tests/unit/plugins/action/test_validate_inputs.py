@@ -97,7 +97,7 @@ def test_a_secret_is_never_shown():
 
 
 def test_every_number_has_its_reader():
-    # a number is read by the module_utils function its role reads it with, or by bdp.whole_number with a range
+    # a number is read by the module_utils function its role reads it with, or by bdp.read_whole with a range
     for name, option in vi.load_specs().items():
         if option.get('type') == 'float':
             assert name in vi.PARSERS, name

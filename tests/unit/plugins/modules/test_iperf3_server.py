@@ -32,7 +32,7 @@ def free_block(size=12):
     """[first, last] of ``size`` consecutive ports nobody listens on, from a random start in 40000-59999."""
     for attempt in range(50):
         first = random.randrange(40000, 60000 - size)
-        if all(iperf3_server.port_free(port) for port in range(first, first + size)):
+        if all(iperf3_server.bind_error(port) is None for port in range(first, first + size)):
             return [first, first + size - 1]
     pytest.skip('no block of %d free ports found in %d tries' % (size, attempt + 1))
 
@@ -96,18 +96,18 @@ def test_iperf3_process_checks_the_program(fake_proc):
     assert not iperf3_server.iperf3_process(999999)
 
 
-def test_port_free():
+def test_bind_error():
     holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     holder.bind(('127.0.0.1', 0))
     holder.listen(1)
     port = holder.getsockname()[1]
     try:
-        assert not iperf3_server.port_free(port, '127.0.0.1')
-        assert not iperf3_server.port_free(port)
+        assert iperf3_server.bind_error(port, '127.0.0.1') == 'in use'
+        assert iperf3_server.bind_error(port) is not None
     finally:
         holder.close()
-    assert iperf3_server.port_free(port, '127.0.0.1')
-    assert not iperf3_server.port_free(port, 'no-such-host.invalid')
+    assert iperf3_server.bind_error(port, '127.0.0.1') is None
+    assert iperf3_server.bind_error(port, 'no-such-host.invalid').startswith('cannot resolve no-such-host.invalid')
 
 
 def test_read_pid(tmp_path):

@@ -17,6 +17,7 @@ import sys
 import pytest
 import yaml
 
+from ansible_collections.bdp.wan_tune.plugins.doc_fragments import state_dir as state_dir_fragment
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common import files
 from ansible_collections.bdp.wan_tune.plugins.module_utils.tuning import congestion, kmod
 from ansible_collections.bdp.wan_tune.plugins.modules import tcp_congestion
@@ -1298,8 +1299,10 @@ def test_absent_with_a_garbage_record_changes_no_qdisc(kernel, net, tmp_path):
 
 
 def test_state_dir_option(run_module, proc, tmp_path):
-    """main() takes state_dir (default files.STATE_DIR, as documented) and absent() uses it."""
-    doc = yaml.safe_load(tcp_congestion.DOCUMENTATION)['options']['state_dir']
+    """main() takes state_dir (default files.STATE_DIR, as documented by the state_dir fragment) and absent() uses
+    it."""
+    assert 'bdp.wan_tune.state_dir' in yaml.safe_load(tcp_congestion.DOCUMENTATION)['extends_documentation_fragment']
+    doc = yaml.safe_load(state_dir_fragment.ModuleDocFragment.DOCUMENTATION)['options']['state_dir']
     assert doc['default'] == files.STATE_DIR
     assert doc['type'] == 'path'
     # default_qdisc fq: absent does not look at the host's qdiscs at all

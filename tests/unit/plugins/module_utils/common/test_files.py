@@ -208,20 +208,6 @@ def test_secret_unchanged_compares_content_mode_and_owner(module, tmp_path):
     assert not files.secret_unchanged(str(path), b'a', owner=uid, group=gid)
 
 
-@pytest.mark.parametrize('check_mode', [True, False])
-def test_install_secret(module, tmp_path, check_mode):
-    src, dest = tmp_path / 'src', tmp_path / 'dest'
-    src.write_bytes(b'k\n')
-    module.check_mode = check_mode
-    uid, gid = os.getuid(), os.getgid()
-    assert files.install_secret(module, str(src), str(dest), owner=uid, group=gid) is True
-    assert not src.exists() and dest.exists() != check_mode
-    if not check_mode:
-        assert mode(dest) == 0o600 and dest.read_bytes() == b'k\n'
-        src.write_bytes(b'k\n')
-        assert files.install_secret(module, str(src), str(dest), owner=uid, group=gid) is False
-
-
 def test_write_atomic_resets_the_mode_of_an_existing_file(module, tmp_path, umask_077):
     path = tmp_path / 'old.conf'
     path.write_text('old\n')

@@ -102,9 +102,6 @@ def test_ifname_refused(name):
 
 
 def test_probe_sizes():
-    assert linkmtu.probe_payload(9000) == 8972          # ping -M do -s 8972
-    assert linkmtu.probe_payload(1500) == 1472
-    assert linkmtu.probe_payload(9000, 6) == 8952
     assert linkmtu.tcp_mss(9000) == 8948                # 9000 - 20 - 20 - 12 (timestamps)
     assert linkmtu.tcp_mss(1500, timestamps=False) == 1460
 

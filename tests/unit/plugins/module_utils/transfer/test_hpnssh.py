@@ -145,15 +145,6 @@ def test_hpn_versions_from_banners():
     assert hpnssh.parse_hpn_version('OpenSSH_9.2p1 Debian-2+deb12u6, OpenSSL 3.0.19') is None
 
 
-def test_documented_options_by_version():
-    assert hpnssh.documented('HPNBufferSize', (18, 1, 0))
-    assert not hpnssh.documented('HPNBufferSize', (18, 2, 0))
-    assert not hpnssh.documented('TcpRcvBuf', (18, 6, 2))
-    assert hpnssh.documented('NoneEnabled', (18, 6, 2))
-    assert not hpnssh.documented('Fallback', (17, 2, 0)) and hpnssh.documented('Fallback', (17, 3, 0))
-    assert not hpnssh.documented('NoneEnabled', None)
-
-
 def test_probe_verdicts_on_recorded_outputs():
     # what Debian 12 sshd 9.2 and ssh 9.2 print (recorded in the test image localhost/bdp-wan-tune-debian12)
     refused_server = '/tmp/c: line 2: Bad configuration option: NoneEnabled\n/tmp/c: terminating, 1 bad configuration options\n'
