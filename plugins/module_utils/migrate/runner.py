@@ -302,10 +302,16 @@ class Stream(object):
                 return None
         return names
 
+    @property
+    def restarted(self):
+        """Stopped for a new limit: marked by SIGHUP and ended by its SIGTERM.  An rsync that ended on its own before
+        the signal (its end not read yet when SIGHUP came) finished its list: exit 0, or 23/24 for vanished files."""
+        return self.restart and self.rc is not None and self.rc not in (0,) + VANISHED_RCS
+
     def figures(self):
-        """The figures of this rsync; one stopped for a new limit (restart) printed no statistics: what it sent is
+        """The figures of this rsync; one stopped for a new limit (restarted) printed no statistics: what it sent is
         its progress, and its list runs again (no part done)."""
-        restarted = self.restart and self.rc is not None
+        restarted = self.restarted
         return {'stream': self.index, 'bytes': self.bytes, 'files': self.stats.get('files', self.files),
                 'started': self.started, 'ended': self.ended, 'rc': None if restarted else self.rc,
                 'cpu_seconds': round(self.cpu, 3), 'max_rss_kb': self.max_rss_kb, 'parts': 0 if restarted else 1,
@@ -478,7 +484,7 @@ class Slots(object):
     def ended(self, stream, ready, out):
         """Take the end of ``stream``: its items, what it sent, its list again when it was stopped for a new limit,
         its vanished files (not a failure), or its failure."""
-        if stream.restart and not self.stopping:
+        if stream.restarted and not self.stopping:
             ready.appendleft(stream.list_path)
             return
         if stream.items_path:

@@ -483,6 +483,28 @@ def test_a_mirror_pass_deletes_within_its_guard_and_refuses_past_it_before_anyth
     assert mirror['summary']['deleted'] == 3 and mirror['summary']['copy_seconds'] > 0
 
 
+def test_an_rsync_that_ended_on_its_own_before_the_new_limit_reached_it_finished_its_list(tmp_path):
+    """SIGHUP marks each copying rsync whose end the runner has not read yet: one that had already ended by itself
+    (exit 0, or 24 for vanished files) finished its part, which counts as done and does not run again; one that the
+    SIGTERM stopped is restarted."""
+    def stream(argv):
+        return _runner.Stream(0, str(tmp_path / 'part-1'), 'copying', argv, dict(os.environ),
+                              str(tmp_path / ('%s.log' % argv[0])))
+
+    for argv, restarted in ((['true'], False), (['sh', '-c', 'exit 24'], False), (['sleep', '30'], True)):
+        rsync = stream(argv)
+        if not restarted:
+            os.waitid(os.P_PID, rsync.proc.pid, os.WEXITED | os.WNOWAIT)       # ended, not yet reaped
+        rsync.restart = True                                                    # as reload() marks it
+        if restarted:
+            os.killpg(rsync.proc.pid, signal.SIGTERM)
+        while rsync.read():
+            pass
+        rsync.finish()
+        assert rsync.restarted is restarted, argv
+        assert rsync.figures()['parts'] == (0 if restarted else 1), argv
+
+
 def test_a_new_limit_restarts_the_copy_with_it_and_sends_nothing_twice(tmp_path, daemon):
     """migrate_action=limit writes the limit into the config and sends SIGHUP to the runner: its running rsync
     restarts with the new limit and continues from its partial file; the parts done stay done."""
