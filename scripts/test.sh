@@ -178,19 +178,7 @@ all() {
     images_pid=$!
     vm_start
     vm_nice 19
-    # ansible-test sanity beside lint, at nice 10: both are CPU work with nothing timed (beside the units, whose
-    # timers and transfers are timed, a migrate runner test failed its byte counts under that load).
-    local sanity_log sanity_pid sanity_rc=0
-    sanity_log="$(mktemp)"
-    { rc=0; nice -n 10 bash scripts/sanity.sh >"$sanity_log" 2>&1 </dev/null || rc=$?; exit "$rc"; } &
-    sanity_pid=$!
-    lint
-    stage "ansible-test sanity (in the background beside lint)"
-    wait "$sanity_pid" || sanity_rc=$?
-    cat "$sanity_log"
-    rm -f "$sanity_log"
-    [ "$sanity_rc" = 0 ] || return 1
-    units
+    lint; sanity; units
     stage "the VM images (scripts/build-vm.sh, built in the background since the start; the VMs started on them)"
     wait "$images_pid" || { cat "$images"; return 1; }
     cat "$images"
