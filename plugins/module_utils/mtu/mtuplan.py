@@ -21,7 +21,8 @@ DMI_KEYS = ('sys_vendor', 'product_name', 'product_version', 'bios_vendor', 'bio
 
 
 def ip_runner(module, binary):
-    """The run_ip(args, check=True) above for ``module``, running ``binary`` (the path of ip)."""
+    """A run_ip(args, check=True) for ``module``: runs ``binary`` (the path of ip) with ``args``; with ``check``, an
+    exit other than 0 raises RuntimeError naming the command and what ip said.  (rc, out, err)."""
     def run_ip(args, check=True):
         rc, out, err = module.run_command([binary] + args)
         if check and rc != 0:
