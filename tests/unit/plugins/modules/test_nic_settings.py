@@ -396,10 +396,6 @@ def timer(host, timers):
     return timers.started
 
 
-def timer_running(pid):
-    return os.path.exists('/proc/%d' % pid) and 'sleep' in open('/proc/%d/cmdline' % pid).read()
-
-
 def run_files(host):
     return host.timers.left()
 
@@ -431,7 +427,7 @@ def test_a_ring_change_on_the_control_interface_goes_under_the_timer(run_module,
     assert commit['restores'] == 'ens4 rx 256 tx 256'
     assert commit['changes'] == [{'interface': 'ens4', 'before': {'rx': 256, 'tx': 256},
                                   'after': {'rx': 4096, 'tx': 4096}}]
-    assert timer_running(timer[0])
+    assert host.timers.running(timer[0])
     # the files wait for the confirmation: a timer that puts the rings back must leave no .link file saying 4096
     assert result['files'] and not os.path.exists(host.link_dir)
     assert 'under the commit-confirm timer: unless state=confirmed runs within 120 s' in result['summary']
@@ -446,7 +442,7 @@ def test_a_ring_change_on_the_control_interface_goes_under_the_timer(run_module,
     assert confirmed['rc'] == 0 and confirmed['outcome'] == 'confirmed' and confirmed['changed'] is True
     assert confirmed['files'] == result['files'] and os.path.exists(result['interfaces']['ens4']['persist']['after'])
     assert 'RxBufferSize=4096' in open(result['interfaces']['ens4']['persist']['after']).read()
-    assert not timer_running(timer[0]) and run_files(host) == []
+    assert host.timers.stopped(timer[0]) and run_files(host) == []
     assert 'pending' not in read_record(host)
     assert control_run(run_module, host)['changed'] is False
     assert run_module(nic_settings.main, args(host, state='confirmed'))['outcome'] is None
@@ -476,7 +472,7 @@ def test_not_confirmed_the_module_puts_the_rings_back(run_module, host, timer):
     assert reverted['summary'] == ('the ring change %s was not confirmed; put back ens4 rx 256 tx 256 now'
                                    % result['commit']['token'])
     assert rings(host, 'ens4') == (256, 4096, 256, 4096)
-    assert not timer_running(timer[0]) and not os.path.exists(host.link_dir)
+    assert host.timers.stopped(timer[0]) and not os.path.exists(host.link_dir)
     log = [json.loads(line) for line in open(os.path.join(host.state_dir, 'nic-reverts.log'))]
     assert log[-1]['by'] == 'module' and log[-1]['token'] == result['commit']['token']
     # a confirmation that comes after is too late, and says so
@@ -494,7 +490,7 @@ def test_the_timer_put_the_rings_back_before_the_confirmation(run_module, host, 
                                   'ens4 rx 256 tx 256 at %s, before this confirmation (the timer was armed for 120 s); '
                                   'nothing was persisted.' % (token, time.strftime('%F %T', time.localtime(
                                       record['at'])))), late['msg']
-    assert timer_running(timer[0])      # the timer's own script is not stopped (it runs, or has ended)
+    assert host.timers.running(timer[0])      # the timer's own script is not stopped (it runs, or has ended)
     assert not os.path.exists(host.link_dir) and 'pending' not in read_record(host)
     # the next run plans again from what the host has, under a new timer
     again = control_run(run_module, host)
@@ -533,7 +529,7 @@ def test_a_failure_after_the_change_puts_everything_back_and_disarms(run_module,
     result = control_run(run_module, host)
     assert result['rc'] == 1 and result['msg'].startswith(
         'planning the persistence files failed: udevadm went away. Put back what this run had changed:'), result['msg']
-    assert rings(host, 'ens4') == (256, 4096, 256, 4096) and not timer_running(timer[0]) and run_files(host) == []
+    assert rings(host, 'ens4') == (256, 4096, 256, 4096) and host.timers.stopped(timer[0]) and run_files(host) == []
     assert not os.path.exists(os.path.join(host.state_dir, 'nic_settings.json'))
 
 
@@ -553,7 +549,7 @@ def test_a_failure_that_cannot_put_the_rings_back_leaves_the_timer(run_module, h
     assert result['rc'] == 1 and 'Could not put back' in result['msg'], result['msg']
     assert result['msg'].endswith('The rings of ens4 stay as changed, under the commit-confirm timer, which puts them '
                                   'back within 120 s unless state=confirmed runs (state=reverted puts them back now).')
-    assert timer_running(timer[0]) and read_record(host)['pending']['token']
+    assert host.timers.running(timer[0]) and read_record(host)['pending']['token']
     reverted = run_module(nic_settings.main, args(host, state='reverted'))
     assert reverted['outcome'] == 'restored_by_module' and rings(host, 'ens4') == (256, 4096, 256, 4096)
 
@@ -595,7 +591,7 @@ def test_absent_with_a_pending_change_during_a_transfer_changes_nothing(run_modu
     host.write(os.path.join(host.proc, 'net', 'tcp'), TCP_HEADER + TCP_LISTEN + TCP_RSYNC)
     absent = run_module(nic_settings.main, args(host, state='absent'))
     assert absent['rc'] == 1 and 'while an rsync daemon transfer' in absent['msg']
-    assert rings(host, 'ens4') == (4096, 4096, 4096, 4096) and timer_running(timer[0])
+    assert rings(host, 'ens4') == (4096, 4096, 4096, 4096) and host.timers.running(timer[0])
     assert read_record(host)['pending']['token'] == result['commit']['token']
 
 
@@ -604,7 +600,7 @@ def test_absent_puts_a_pending_change_back_first(run_module, host, timer):
     result = run_module(nic_settings.main, args(host, state='absent'))
     assert result['rc'] == 0 and rings(host, 'ens4') == (256, 4096, 256, 4096)
     assert not os.path.exists(os.path.join(host.state_dir, 'nic_settings.json'))
-    assert not timer_running(timer[0])
+    assert host.timers.stopped(timer[0])
 
 
 def test_absent_puts_the_control_interface_rings_back_without_a_timer(run_module, host, timer):
@@ -619,7 +615,7 @@ def test_a_failure_after_arming_disarms_the_timer(run_module, host, timer):
     result = control_run(run_module, host)
     assert result['rc'] == 1 and 'Put back what this run had changed: ens4 rings rx 256 tx 256.' in result['msg']
     assert rings(host, 'ens4') == (256, 4096, 256, 4096)
-    assert not timer_running(timer[0]) and run_files(host) == []
+    assert host.timers.stopped(timer[0]) and run_files(host) == []
     assert not os.path.exists(os.path.join(host.state_dir, 'nic_settings.json'))
 
 
