@@ -9,22 +9,7 @@ the same play variables, and this keeps them so when a task is added or a condit
 
 from __future__ import annotations
 
-import os
-import re
-
-import yaml
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-VARIABLE = re.compile(r'\b__wan_tune_\w+')
-
-
-def load(*path):
-    with open(os.path.join(ROOT, *path)) as handle:
-        return yaml.safe_load(handle)
-
-
-def play(name):
-    return [p for p in load('playbooks', 'wan_tune.yml') if p['name'] == name][0]
+from wan_tune_playbook import TUNING, VALIDATION, VARIABLE, conditions, expanded, load, play
 
 
 def gate(play_, path):
@@ -36,43 +21,29 @@ def gate(play_, path):
     raise AssertionError('%s is not included' % path)
 
 
-def first_condition(task):
-    when = task.get('when')
-    return when[0] if isinstance(when, list) else when
-
-
-def names_in(condition, variables):
-    """The variables a condition names, with those the play variables it names name, recursively."""
-    names = set(VARIABLE.findall(condition))
-    for name in list(names):
-        if isinstance(variables.get(name), str):
-            names |= names_in(variables[name], variables)
-    return names
-
-
 def check(play_name, path):
+    """Every play variable a task of ``path`` names in its first condition means a part of the include's condition."""
     play_ = play(play_name)
-    condition = gate(play_, path)
-    gated = names_in(condition, play_['vars'])
+    condition = expanded(gate(play_, path), play_['vars'])
     tasks = [task for task in load('playbooks', *path.split('/')) if 'when' in task]
     assert tasks
     for task in tasks:
-        own = first_condition(task)
+        own = conditions(task)[0]
         names = VARIABLE.findall(own)
         assert names, '%s: %r names no play variable: the include cannot know it' % (task['name'], own)
         for name in names:
-            assert name in gated, '%s: %s is not in the condition of the include' % (
+            assert expanded(name, play_['vars']) in condition, '%s: %s is not in the condition of the include' % (
                 task['name'], name)
     return tasks
 
 
 def test_every_opt_in_check_is_under_the_validation_include():
-    tasks = check('Validate the inputs of every host before any host changes', 'tasks/plan_opt_in.yml')
+    tasks = check(VALIDATION, 'tasks/plan_opt_in.yml')
     assert len(tasks) == 3
 
 
 def test_every_task_after_the_tuning_is_under_its_include():
-    tasks = check('Tune TCP for long fat networks', 'tasks/after.yml')
+    tasks = check(TUNING, 'tasks/after.yml')
     # the four opt-in roles, the canary and the rollback report
     assert len(tasks) == 6
 
@@ -82,8 +53,7 @@ def test_the_include_after_the_tuning_holds_for_an_opt_in_role_alone():
     from ansible.parsing.dataloader import DataLoader
     from ansible.template import Templar, trust_as_template
 
-    play_ = DataLoader().load_from_file(os.path.join(ROOT, 'playbooks', 'wan_tune.yml'), trusted_as_template=True)
-    play_ = [p for p in play_ if p['name'] == 'Tune TCP for long fat networks'][0]
+    play_ = play()
     base = dict(play_['vars'], inventory_hostname='h1', hostvars={'localhost': {}})
     for extra, expected in (({}, False), ({'nic': 'true'}, True), ({'mtu': '9000'}, True),
                             ({'rsync_daemon_state': 'absent'}, True), ({'hpn_ssh': 'yes'}, True),

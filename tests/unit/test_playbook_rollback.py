@@ -17,14 +17,7 @@ from __future__ import annotations
 import glob
 import os
 
-import yaml
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def load(*path):
-    with open(os.path.join(ROOT, *path)) as handle:
-        return yaml.safe_load(handle)
+from wan_tune_playbook import REPO_ROOT, conditions, expanded, load, play
 
 
 def role_of(task):
@@ -34,32 +27,17 @@ def role_of(task):
     return None
 
 
-def conditions(task):
-    when = task.get('when', [])
-    return [when] if isinstance(when, str) else list(when)
-
-
-def tuning_play():
-    return [play for play in load('playbooks', 'wan_tune.yml') if play['name'] == 'Tune TCP for long fat networks'][0]
-
-
 def tuning_tasks(*sections):
     """The tasks of the tuning play's ``sections`` (tasks and post_tasks), in order, with the included task files of
     playbooks/tasks (after.yml) opened."""
     for section in sections or ('tasks', 'post_tasks'):
-        for task in tuning_play()[section]:
+        for task in play()[section]:
             include = task.get('ansible.builtin.include_tasks')
             path = include.get('file') if isinstance(include, dict) else include
             if path and path.startswith('tasks/') and not path.startswith('tasks/canary'):
                 yield from load('playbooks', *path.split('/'))
             else:
                 yield task
-
-
-def resolved(condition, play):
-    """A condition with the play variable it names (``__wan_tune_nic | bool``) replaced by that variable's text."""
-    name = condition.split(' | ')[0].strip()
-    return ' '.join(play['vars'][name].strip('{} \n').split()) if name in play.get('vars', {}) else condition
 
 
 def rollback_block():
@@ -86,12 +64,12 @@ def test_the_canary_rolls_back_in_the_order_of_wan_tune_state_absent():
 
 
 def test_the_transport_roles_are_rolled_back_where_the_run_applied_them():
-    play = tuning_play()
-    playbook = dict((role_of(task), [resolved(c, play) for c in conditions(task)]) for task in tuning_tasks())
+    variables = play()['vars']
+    playbook = dict((role_of(task), [expanded(c, variables) for c in conditions(task)]) for task in tuning_tasks())
     canary = dict((role_of(task), conditions(task)) for task in rollback_block()['block'])
     for role in ('nic', 'rsync_daemon', 'hpn_ssh'):
         opt_in = '%s | default(false) | bool' % role
-        assert any(condition.startswith(opt_in) for condition in playbook[role]), playbook[role]
+        assert any(condition.startswith('(' + opt_in) for condition in playbook[role]), playbook[role]
         assert canary[role] == [opt_in], canary[role]
 
 
@@ -124,9 +102,9 @@ def test_each_role_rolls_back_through_the_one_include_of_its_steps():
         steps = include['vars']['rollback_steps']
         assert steps, role
         for step in steps:
-            assert step['name'] and os.path.exists(os.path.join(ROOT, 'roles', role, 'tasks', step['file'])), (role, step)
+            assert step['name'] and os.path.exists(os.path.join(REPO_ROOT, 'roles', role, 'tasks', step['file'])), (role, step)
         # the steps are the role's only rescue: no step file and no other task file of the rollback rescues itself
-        for path in glob.glob(os.path.join(ROOT, 'roles', role, 'tasks', '*.yml')):
+        for path in glob.glob(os.path.join(REPO_ROOT, 'roles', role, 'tasks', '*.yml')):
             for task in tasks_in(load(path)):
                 assert not any(includes_rollback(t, 'note') for t in task.get('rescue') or []), (path, task['name'])
 
@@ -142,8 +120,8 @@ def test_every_step_has_the_one_rescue_and_the_rollback_ends_with_the_one_report
 
 
 def test_only_the_rollback_role_notes_a_failure():
-    paths = glob.glob(os.path.join(ROOT, 'roles', '*', 'tasks', '*.yml'))
-    paths.append(os.path.join(ROOT, 'playbooks', 'tasks', 'canary.yml'))
+    paths = glob.glob(os.path.join(REPO_ROOT, 'roles', '*', 'tasks', '*.yml'))
+    paths.append(os.path.join(REPO_ROOT, 'playbooks', 'tasks', 'canary.yml'))
     for path in paths:
         if os.sep + os.path.join('roles', 'rollback') + os.sep in path:
             continue
@@ -158,5 +136,5 @@ def test_the_playbook_reports_every_role_s_rollback_at_its_end():
     last = [task for task in tasks if 'ansible.builtin.set_stats' not in task][-1]
     assert last['ansible.builtin.include_role']['name'] == 'bdp.wan_tune.rollback'
     assert all('ansible.builtin.set_stats' in task for task in tasks[tasks.index(last) + 1:])
-    assert tuning_play()['vars']['__wan_tune_rollback_report_at_end'] is True
+    assert play()['vars']['__wan_tune_rollback_report_at_end'] is True
     assert rollback_block()['vars']['__wan_tune_rollback_report_at_end'] is True

@@ -10,16 +10,14 @@ its own vars/main.yml (the congestion part of the tcp_buffers call), the plan th
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar
 
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common import bdp
+from wan_tune_playbook import load, play
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SKIPPED = {'changed': False, 'skipped': True, 'skip_reason': 'Conditional result was False'}
 PLAN = bdp.buffer_plan('1g', 98)
 CONGESTION = {'changed': True, 'settings': {
@@ -30,13 +28,8 @@ JUMBO_PLAN = {'changed': False, 'would_change': True, 'invocation': {'module_arg
                              'ens4.100': {'before': 1500, 'after': 9000, 'status': 'change', 'role': 'requested'}}}
 
 
-def load(*path):
-    return DataLoader().load_from_file(os.path.join(ROOT, *path), trusted_as_template=True)
-
-
 def artifact_task():
-    play = [play for play in load('playbooks', 'wan_tune.yml') if play['name'] == 'Tune TCP for long fat networks'][0]
-    tasks = [task for task in play['post_tasks'] if 'ansible.builtin.set_stats' in task]
+    tasks = [task for task in play()['post_tasks'] if 'ansible.builtin.set_stats' in task]
     assert len(tasks) == 1
     return tasks[0]
 
