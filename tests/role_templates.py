@@ -12,7 +12,7 @@ import os
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from collection_path import REPO_ROOT
 
 
 def render(role, name, variables):

@@ -11,7 +11,8 @@ import re
 
 from ansible.parsing.dataloader import DataLoader
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from collection_path import REPO_ROOT
+
 TUNING = 'Tune TCP for long fat networks'
 VALIDATION = 'Validate the inputs of every host before any host changes'
 VARIABLE = re.compile(r'\b__wan_tune_\w+')
