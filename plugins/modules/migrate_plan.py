@@ -36,7 +36,14 @@ options:
     type: int
     required: true
   rate_bps:
-    description: The path's rate in bit/s, for O(streams=auto) and the estimated time (0 when not known).
+    description: The path's rate in bit/s (C(migrate_rate)), for O(streams=auto) and the estimated time (0 when not
+      known).
+    type: int
+    default: 0
+  bwlimit_bps:
+    description: The migration's limit in bit/s for all its streams (C(migrate_bwlimit)), for the estimated time (0
+      when none) - the runner holds each stream to its share of it, so the time is at the lower of O(rate_bps) and
+      the limit, and a file larger than a stream's share takes its stream's share.
     type: int
     default: 0
   excludes:
@@ -114,9 +121,26 @@ bound:
   returned: always
   type: str
 seconds:
-  description: The time the tree takes at O(rate_bps), or null.
+  description: The time the tree takes at the lower of O(rate_bps) and O(bwlimit_bps) (the largest file at a
+    stream's share of the limit, when that takes longer); the least time when only the limit is known; null when
+    neither is.
   returned: always
   type: float
+rate_bps:
+  description: The rate of RV(seconds) for the whole tree, in bit/s (the limit as the runner applies it, a stream's
+    share in whole KiB/s), or null.
+  returned: always
+  type: int
+rate_by:
+  description: What bounds RV(seconds) - V(migrate_rate) (the path's rate) or V(migrate_bwlimit) (the migration's
+    limit), or null.
+  returned: always
+  type: str
+estimate:
+  description: The plan's words for RV(seconds), such as C(about 200 s at 40 Mbit/s (migrate_bwlimit, below
+    migrate_rate's 500 Mbit/s)); empty when no rate is known.
+  returned: always
+  type: str
 """
 
 import os
@@ -136,6 +160,7 @@ def main():
             streams=dict(type='str', default='auto'),
             max_streams=dict(type='int', required=True),
             rate_bps=dict(type='int', default=0),
+            bwlimit_bps=dict(type='int', default=0),
             excludes=dict(type='list', elements='str', default=[]),
         ),
         supports_check_mode=True,
@@ -160,7 +185,7 @@ def main():
         reason = 'migrate_streams=%d' % count
     elif count < auto:
         reason += ', held to the module\'s max connections'
-    result = _plan.plan(counts, count, params['rate_bps'])
+    result = _plan.plan(counts, count, params['rate_bps'], params['bwlimit_bps'])
     result.update(changed=False, streams_reason=reason,
                   peak_memory_kb=_runner.peak_kb())
     module.exit_json(**result)

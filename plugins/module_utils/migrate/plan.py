@@ -92,17 +92,48 @@ def auto_streams(count, total, rate_bps):
     return max(1, min(wanted, AUTO_MAX, count or 1)), reason
 
 
-def plan(counts, streams, rate_bps=None):
+def plan(counts, streams, rate_bps=None, bwlimit_bps=0):
     """The plan of survey()'s ``counts`` on ``streams`` streams: the counts with streams, parts (the runner's part
     limits for this tree: files, bytes), bound (a file larger than a stream's share, which decides its stream's run,
-    or None) and seconds (at ``rate_bps``, when known)."""
+    or None), and the time at the lower of the path's rate ``rate_bps`` and the migration's limit ``bwlimit_bps``
+    (estimate())."""
     files, part_bytes = _runner.part_limits(counts['files'] + counts['others'], counts['bytes'], streams)
-    out = dict(counts, streams=streams, parts={'files': files, 'bytes': part_bytes}, bound=None, seconds=None)
+    out = dict(counts, streams=streams, parts={'files': files, 'bytes': part_bytes}, bound=None)
     share = float(counts['bytes']) / streams if streams else 0
     largest = counts['largest']
     if streams > 1 and largest['bytes'] > share:
         out['bound'] = ('the largest file, %s (%s), is more than a stream\'s share (%s): it goes on one stream, whose '
                         'run it decides' % (largest['path'], human_bytes(largest['bytes']), human_bytes(int(share))))
-    if rate_bps:
-        out['seconds'] = counts['bytes'] * 8.0 / rate_bps
+    out.update(estimate(counts['bytes'], largest['bytes'], streams, rate_bps, bwlimit_bps))
     return out
+
+
+def estimate(total, largest, streams, rate_bps, bwlimit_bps):
+    """{seconds, rate_bps, rate_by, estimate}: the time ``total`` bytes take at the lower of the path's rate
+    ``rate_bps`` (migrate_rate) and the limit ``bwlimit_bps`` (migrate_bwlimit) as the runner applies it: each of
+    ``streams`` rsyncs held to its share (stream_limit_kib()), so that the ``largest`` file, on one stream, may take
+    longer than the whole tree at the limit.  rate_bps is the rate of the estimate, rate_by the variable that bounds
+    it, estimate the plan's words.  The path's rate unknown and a limit: the least time (a slower path takes
+    longer).  Neither: seconds None."""
+    limit = streams * _runner.stream_limit_kib(bwlimit_bps, streams) * 8192 if bwlimit_bps and streams else 0
+    if not rate_bps and not limit:
+        return {'seconds': None, 'rate_bps': None, 'rate_by': None, 'estimate': ''}
+    by_limit = bool(limit) and (not rate_bps or limit < rate_bps)
+    rate = limit if by_limit else rate_bps
+    seconds = total * 8.0 / rate
+    if by_limit:
+        words = 'at %s (migrate_bwlimit%s)' % (human_rate(bwlimit_bps), ', below migrate_rate\'s %s'
+                                                % human_rate(rate_bps) if rate_bps else '')
+    else:
+        words = 'at %s (migrate_rate%s)' % (human_rate(rate_bps), ', below migrate_bwlimit\'s %s'
+                                             % human_rate(bwlimit_bps) if limit else '')
+    slowest = largest * 8.0 * streams / limit if limit else 0
+    if slowest > seconds:
+        by_limit, seconds = True, slowest
+        words = ('for the largest file, %s, on one stream at its share of migrate_bwlimit (%s of %s)'
+                 % (human_bytes(largest), human_rate(bwlimit_bps // streams), human_rate(bwlimit_bps)))
+    text = '%s %d s %s' % ('about' if rate_bps else 'at least', round(seconds), words)
+    if not rate_bps:
+        text += ', the path\'s rate (migrate_rate) not known'
+    return {'seconds': seconds, 'rate_bps': rate, 'rate_by': 'migrate_bwlimit' if by_limit else 'migrate_rate',
+            'estimate': text}

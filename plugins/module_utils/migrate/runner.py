@@ -196,11 +196,17 @@ def options(config):
                    '--timeout=%d' % IO_TIMEOUT] + ['--exclude=' + pattern for pattern in config.get('excludes') or []]
 
 
+def stream_limit_kib(bwlimit_bps, streams):
+    """The --bwlimit of each of ``streams`` rsyncs, in KiB/s, of a migration held to ``bwlimit_bps`` (the plan's
+    estimate takes the same figure)."""
+    return max(1, bwlimit_bps // 8 // 1024 // streams)
+
+
 def rsync_argv(config, list_path, extra=()):
     """The rsync (or rsync-ssl) command of one stream of ``config`` over the NUL-separated list at ``list_path``
     (TREE: the whole tree, as the deletes read it)."""
     binary = list(config.get('command') or ['rsync'])       # rsynctls.client_command()'s, through the config
-    limit = ['--bwlimit=%dk' % max(1, config['bwlimit_bps'] // 8 // 1024 // config['streams'])] \
+    limit = ['--bwlimit=%dk' % stream_limit_kib(config['bwlimit_bps'], config['streams'])] \
         if config.get('bwlimit_bps') else []
     listed = ['--from0', '--files-from=' + list_path] if list_path else []
     ends = [config['source'].rstrip('/') + '/', config['url']]

@@ -43,3 +43,16 @@ def test_a_source_that_is_not_a_directory_is_refused_naming_migrate_source(tmp_p
         tmp_path / 'missing')) and 'Nothing was moved' in result['msg']
     relative = run_module(migrate_plan.main, {'source': 'data', 'max_streams': 4})
     assert relative['rc'] == 1 and 'is not an absolute path' in relative['msg']
+
+
+def test_the_plan_takes_migrate_bwlimit_and_says_which_figure_bounds_its_time(tmp_path, run_module):
+    source = tmp_path / 'data'
+    source.mkdir()
+    (source / 'a.bin').write_bytes(b'a' * 10 ** 6)
+    (source / 'b.bin').write_bytes(b'b' * 10 ** 6)
+    args = {'source': str(source), 'max_streams': 2, 'streams': '2', 'rate_bps': 500 * 10 ** 6}
+    free = run_module(migrate_plan.main, args)
+    limited = run_module(migrate_plan.main, dict(args, bwlimit_bps=40 * 10 ** 6))
+    assert free['rate_by'] == 'migrate_rate' and free['estimate'].endswith('at 500 Mbit/s (migrate_rate)')
+    assert limited['rate_by'] == 'migrate_bwlimit' and limited['seconds'] > 12 * free['seconds']
+    assert '40 Mbit/s (migrate_bwlimit, below migrate_rate\'s 500 Mbit/s)' in limited['estimate']
