@@ -28,11 +28,12 @@ class ActionModule(ActionBase):
         while True:
             status = self._execute_module(module_name='bdp.wan_tune.migrate_status', module_args=args,
                                           task_vars=task_vars)
+            line = ''
             if status.get('active') and not status.get('failed'):
                 line = report.progress_line(status.get('progress'), time.time())
                 display.display('%s: %s: %s' % (host, args.get('unit'), line))
             if status.get('failed') or not wait or not status.get('active') or self._task.check_mode:
                 break
             time.sleep(interval)
-        result.update(status)
+        result.update(status, line=line)
         return result

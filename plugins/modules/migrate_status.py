@@ -78,6 +78,15 @@ state:
     ended.
   returned: always
   type: str
+bwlimit_bps:
+  description: The limit of the migration (the last run's config) in bit/s for all its streams, 0 for none.
+  returned: always
+  type: int
+line:
+  description: The progress line of a migration that runs (bytes, %, files, Mbit/s, ETA, phase, streams); empty
+    when it does not run.
+  returned: always
+  type: str
 progress:
   description: The runner's state (bytes_total, bytes_done, files, files_done, walk, streams, first_rsync,
     first_byte, peak_rss_kb, started, ended, proof, verified, mismatches, resent_bytes, literal_bytes, cpu_seconds,
@@ -97,31 +106,33 @@ from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import unit a
 ENDED = ('done', 'failed', 'stopped', 'refused')
 
 
-def unstarted(config, previous, unit):
-    """The progress of a start whose runner ended before it wrote any: the figures of its config, no end of its
-    own (the state there is the run's before)."""
+def unstarted(config, previous, unit, active=False):
+    """The progress of a start whose runner has written none yet: the figures of its config, no end of its own (the
+    state there is the run's before) - starting while its unit runs, failed when the unit ended first."""
     out = dict((key, config.get(key)) for key in ('id', 'run_id', 'plan', 'proof', 'transport', 'files',
-                                                  'present_bytes'))
-    out.update(state='failed', runs=(previous or {}).get('runs'), started=float(config['run_id']), ended=None,
-               bytes_total=config.get('bytes'), stream_count=config.get('streams'), bytes_done=0, streams=[],
-               phases={}, message='the last start of the migration ended before its runner wrote anything: see '
-               'journalctl -u %s on the sender' % unit)
+                                                  'present_bytes', 'bwlimit_bps'))
+    out.update(state='starting' if active else 'failed', runs=(previous or {}).get('runs'),
+               started=float(config['run_id']), ended=None, bytes_total=config.get('bytes'),
+               stream_count=config.get('streams'), bytes_done=0, streams=[], phases={},
+               message='' if active else 'the last start of the migration ended before its runner wrote anything: '
+               'see journalctl -u %s on the sender' % unit)
     return out
 
 
 def read(module, params):
-    """{active, state, progress}: interrupted when the unit is gone before the runner ended; the state of an earlier
-    run is not this run's (the runner of the last start ended before it wrote any)."""
+    """{active, state, progress, bwlimit_bps}: interrupted when the unit is gone before the runner ended; the state of
+    an earlier run is not this run's (the runner of the last start has not written any yet, or ended before it
+    did); the limit is the run's config's (migrate_action=limit changes it)."""
     active = _unit.active(module, params['unit'], params['run_dir'])
     progress = _runner.read_state(params['run_dir'])
     config = _runner.read_json(os.path.join(params['run_dir'], _runner.CONFIG)) or {}
     state = (progress or {}).get('state')
-    if config.get('run_id') and (progress or {}).get('run_id') != config['run_id'] and not active:
-        progress = unstarted(config, progress, params['unit'])
+    if config.get('run_id') and (progress or {}).get('run_id') != config['run_id']:
+        progress = unstarted(config, progress, params['unit'], active)
         state = progress['state']
     elif not active and state is not None and state not in ENDED:
         state = 'interrupted'
-    return {'active': active, 'state': state, 'progress': progress}
+    return {'active': active, 'state': state, 'progress': progress, 'bwlimit_bps': config.get('bwlimit_bps') or 0}
 
 
 def limit(module, params, result):

@@ -13,7 +13,8 @@ AWX workflow does:
 1. verify, labelled stock (verify_expect=rate: a stock host falls short of the link) - its artifacts hold the verdicts
    and the baseline;
 2. wan_tune with the rsync daemon on B (A is its sender): the migration CA is made on B, nothing on the controller;
-3. migrate, started without waiting (migrate_wait=false, at most 100 Mbit/s, so that it runs for a while);
+3. migrate, started without waiting (migrate_wait=false, at most 100 Mbit/s, so that it runs for a while): its
+   artifacts hold the running migration's state and progress, and the only change is the start;
 4. wan_tune again, while the migration runs: 0 changed on every host, nothing issued, and the migration keeps
    running (the same run, stunnel's main process the same);
 5. verify, with the stock baseline from job 1's artifacts (verify_baseline): both pairs pass, and the report names
@@ -238,6 +239,10 @@ def test_a_workflow_of_jobs_in_the_execution_environment_needs_nothing_of_the_co
     before = migration_state(the_lab)
     stunnel = sh(the_lab, 'B', 'systemctl show -P MainPID bdp-rsync-tls')
     assert before[0] == 'active', before
+    running = started.artifacts['migrate']['a']
+    assert running['active'] is True and running['state'] not in ('done', 'failed', None), running
+    assert running['run_id'] == before[1] and running['progress'] and running['bwlimit_bps'] == 100 * 10 ** 6
+    assert started.changed() == {'a': 1, 'b': 0}, started.output[-5000:]
 
     # 4. tuning again while it runs: nothing changes, nothing is issued, the migration goes on
     again = job('wan_tune', dict(base, rsync_daemon=True))

@@ -18,7 +18,8 @@ Then, on the same tuned lab and its TLS set-up, the migration (playbooks/migrate
 transfer's tree from A to B, at most 200 Mbit/s (migrate_bwlimit), so that it can be interrupted:
 
 * a controller killed (SIGKILL) while it waits leaves the migration running on A; migrate_action=status comes back to
-  it, and a run while it runs says so and starts nothing (the run's id stays);
+  it at once (migrate_wait's default for status: the migration still runs when it returns, 0 changed), and a run
+  while it runs says so and starts nothing (the run's id stays);
 * a file changed on B after the copy, with its size and time kept, is found by the checksum proof and sent again;
 * the migration's unit killed with SIGKILL about half-way is continued by the next run from the partial files: it
   sends again at most 5 % of what B held, and the unit's end removed the password file; the report has its fields;
@@ -70,8 +71,12 @@ def migration_checks(lab, files, workdir):
     out['limited'] = {'said': 'at most 150 Mbit/s from now on' in output, 'state': state.get('bwlimit_bps'),
                       'config': json.loads(transfer.sh(lab, 'A', 'cat %s' % config).stdout)['bwlimit_bps'],
                       'same_run': state.get('run_id') == run_id, 'phase': state.get('state')}
-    rc, output = migrate.run(files, reports, {'migrate_action': 'status', 'migrate_wait': False})
+    rc, output = migrate.run(files, reports, {'migrate_action': 'status'})
     out['status_after_kill'] = [line for line in output.splitlines() if 'bdp-migrate-' in line and 'copying' in line]
+    out['status_at_once'] = {'running': transfer.sh(lab, 'A', 'systemctl is-active --quiet %s' % migrate.unit(lab),
+                                                    check=False).returncode == 0,
+                             'changed': sorted(set(line.split('changed=')[1].split()[0] for line in output.splitlines()
+                                                   if 'changed=' in line))}
     out['outputs'].append(output)
     # a run while it runs comes back to it: the same run (its id in the config), not a second start
     rc, output = migrate.run(files, reports, {'migrate_wait': False})
@@ -315,6 +320,7 @@ def test_rsync_daemon_in_cleartext_and_over_tls_beats_scp_which_stays_at_its_win
     checks = result['after']
     assert checks['status_after_kill'], 'migrate_action=status did not find the migration running after the ' \
         'controller was killed:\n' + checks['outputs'][0][-3000:]
+    assert checks['status_at_once'] == {'running': True, 'changed': ['0']}, checks['status_at_once']
     assert checks['rerun_while_running'] == {'said': True, 'same_run': True}, checks['rerun_while_running']
     assert checks['password_after_kill'] == [], checks['password_after_kill']
     assert checks['limited'] == {'said': True, 'state': 150 * 10 ** 6, 'config': 150 * 10 ** 6, 'same_run': True,
