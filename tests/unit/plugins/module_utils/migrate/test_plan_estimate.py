@@ -88,3 +88,23 @@ def test_the_certificate_must_outlast_twice_the_plans_time_and_two_days_when_the
     assert certificate_margin(_plan.plan(tree(), 2, bwlimit_bps=40 * M)['seconds'], 0) == 2 * 86400
     assert certificate_margin(_plan.plan(tree(10 ** 15), 2, bwlimit_bps=40 * M)['seconds'], 0) > 2 * 86400
     assert certificate_margin(None, 0) == 2 * 86400
+
+
+def test_the_refusal_of_a_certificate_that_ends_before_the_margin_says_the_margin():
+    task = [task for task in load('roles', 'migrate', 'tasks', 'preflight.yml')
+            if '__migrate_estimate' in task.get('vars', {})][0]
+    throttled = _plan.plan(tree(), 2, rate_bps=500 * M, bwlimit_bps=40 * M)
+    variables = dict(task['vars'], inventory_hostname='a', migrate_transport='tls', migrate_margin=5,
+                     ansible_play_hosts=['a'], hostvars={'a': {'inventory_hostname': 'a', '__migrate_missing': 0}},
+                     __migrate_plan=throttled, __migrate_rate_bps=str(500 * M), __migrate_room={},
+                     __migrate_room_values={'avail': str(10 ** 12)}, __migrate_cert={'content': 'pem'},
+                     __migrate_cert_left=300,
+                     __migrate_target={'receiver': 'b', 'path': '/srv/in', 'migration': 'm', 'senders_of_module': ['a'],
+                                       'client': {'cert': '/etc/c.crt'}})
+    message = ' '.join(Templar(loader=DataLoader(), variables=variables).template(
+        task['ansible.builtin.assert']['fail_msg']).split())
+    assert message == ('the client certificate /etc/c.crt ends in 300 s, before the migration would end with a margin '
+                       '(twice the time of the plan, at the lower of migrate_rate and migrate_bwlimit, at least two '
+                       'days when migrate_rate is not known: 400 s): run the rsync_daemon role for b to renew it. '
+                       'Nothing was moved.')
+
