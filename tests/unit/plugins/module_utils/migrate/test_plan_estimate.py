@@ -107,4 +107,3 @@ def test_the_refusal_of_a_certificate_that_ends_before_the_margin_says_the_margi
                        '(twice the time of the plan, at the lower of migrate_rate and migrate_bwlimit, at least two '
                        'days when migrate_rate is not known: 400 s): run the rsync_daemon role for b to renew it. '
                        'Nothing was moved.')
-
