@@ -122,11 +122,11 @@ def estimate(total, largest, streams, rate_bps, bwlimit_bps):
     rate = limit if by_limit else rate_bps
     seconds = total * 8.0 / rate
     if by_limit:
-        words = 'at %s (migrate_bwlimit%s)' % (human_rate(bwlimit_bps), ', below migrate_rate\'s %s'
-                                                % human_rate(rate_bps) if rate_bps else '')
+        other = ', below migrate_rate\'s %s' % human_rate(rate_bps) if rate_bps else ''
+        words = 'at %s (migrate_bwlimit%s)' % (human_rate(bwlimit_bps), other)
     else:
-        words = 'at %s (migrate_rate%s)' % (human_rate(rate_bps), ', below migrate_bwlimit\'s %s'
-                                             % human_rate(bwlimit_bps) if limit else '')
+        other = ', below migrate_bwlimit\'s %s' % human_rate(bwlimit_bps) if limit else ''
+        words = 'at %s (migrate_rate%s)' % (human_rate(rate_bps), other)
     slowest = largest * 8.0 * streams / limit if limit else 0
     if slowest > seconds:
         by_limit, seconds = True, slowest
