@@ -137,8 +137,8 @@ rate_by:
   returned: always
   type: str
 estimate:
-  description: The plan's words for RV(seconds), such as C(about 200 s at 40 Mbit/s (migrate_bwlimit, below
-    migrate_rate's 500 Mbit/s)); empty when no rate is known.
+  description: The plan's words for RV(seconds) and what bounds it, such as "about 200 s at 40 Mbit/s
+    (migrate_bwlimit, below migrate_rate's 500 Mbit/s)"; empty when no rate is known.
   returned: always
   type: str
 """
