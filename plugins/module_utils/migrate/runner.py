@@ -330,8 +330,9 @@ class Parts(object):
     """The tree cut into parts while it is walked (fpart's live mode): a part closes at ``part_files`` names or
     ``part_bytes`` bytes (a file that would take it past the bytes starts the next one), and is written, NUL-separated,
     to part-<n> in the run's directory; the directories go to list-dirs as they are met (the last pass gives them
-    their modes and times) and into the open part (not counted in its limits: the copy makes them).  A file with more than one name waits, by its inode, until all its names are met (or
-    the walk ends), and then goes with them into one part: memory holds those names and the walk's stack only.
+    their modes and times) and into the open part (not counted in its limits: the copy makes them).  A file with
+    more than one name waits, by its inode, until all its names are met (or the walk ends), and then goes with them
+    into one part: memory holds those names and the walk's stack only.
     ``walk`` is the state's figures of the walk, counted as it goes (each inode's bytes once)."""
 
     def __init__(self, run_dir, config, walk):
@@ -642,6 +643,7 @@ class Runner(Proof):
                       'phases': {}, 'delete': bool(self.config.get('delete')), 'deleted': 0, 'deleted_names': [],
                       'vanished': 0, 'vanished_names': [], 'changed_at_source': 0, 'differs_at_receiver': 0,
                       'differs_at_receiver_names': [], 'bwlimit_bps': self.config.get('bwlimit_bps') or 0,
+                      'bwlimit_start_bps': self.config.get('bwlimit_bps') or 0,
                       'extra': None, 'preserve': self.config.get('preserve') or {},
                       'owners': self.config.get('owners', True), 'excludes': self.config.get('excludes') or [],
                       'history': (previous.get('history') or [])
