@@ -265,7 +265,7 @@ def names(run):
     for heading, listed, count in (
             ('Differed at the receiver, sent again', run['differs_at_receiver_names'], run['differs_at_receiver']),
             ('Vanished from the source during the pass', run['vanished_names'], run['vanished']),
-            ('Would have been deleted at the receiver (refused)' if refused else 'Deleted at the receiver',
+            ('Would have been deleted at the receiver, refused' if refused else 'Deleted at the receiver',
              run['deleted_names'], run['would_delete'] if refused else run['deleted'])):
         count = max(count or 0, len(listed))
         if count:

@@ -118,6 +118,6 @@ def test_every_message_and_page_with_missing_figures_says_no_none(tmp_path):
     refused = rendered['Say how the migration went: refused'][0]
     assert refused.startswith('localhost -> dc2-a:incoming: refused: pass 2 sent 0 B in 0 files'), refused
     assert refused.endswith(' in 4.0 s in all, NOT verified; this pass would delete 1200 files'), refused
-    assert 'Would have been deleted at the receiver (refused): 1200 (the first 50 below)' in (
+    assert 'Would have been deleted at the receiver, refused (1200, the first 50 below): "a/0", ' in (
         tmp_path / 'refused.md').read_text()
     assert rendered['Say how the migration went: never-ran'][0] == 'localhost -> dc2-a:incoming: never ran'
