@@ -24,10 +24,10 @@ a hard-linked inode wait until all are met (or the walk ends) and go into one pa
 within one transfer.  Then the deletes; then the proof (an rsync dry run of every part with --checksum, or with
 rsync's size and time check, N at a time; with deletes, nothing extra at the receiver), the mismatches sent again and
 proven again, then a last pass that gives the directories their times and modes (rsync --existing
---ignore-existing: it makes and copies nothing, so that what the pass copies, the proof has seen; what the source
-gains after the walk is the next pass's).  A file that vanished from the
-source meanwhile is listed, not a failure; a file that changed at the source after its copy is sent again and
-counted apart from one that differs at the receiver.  SIGHUP restarts the running rsyncs with a new limit (the parts
+--ignore-existing: the copy made every directory the walk listed, and this pass makes and copies nothing, so that
+what the pass copies, the proof has seen; what the source gains after the walk is the next pass's).  A file that
+vanished from the source meanwhile is listed, not a failure (counted in a stream that failed too); a file that
+changed at the source after its copy is sent again and counted apart from one that differs at the receiver.  SIGHUP restarts the running rsyncs with a new limit (the parts
 done stay done), SIGTERM stops them (the partial files stay).  Each pass ends with a summary, kept in the next pass's
 history, so that the report shows the passes converge.
 """
