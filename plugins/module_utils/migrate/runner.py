@@ -27,9 +27,10 @@ proven again, then a last pass that gives the directories their times and modes 
 --ignore-existing: the copy made every directory the walk listed, and this pass makes and copies nothing, so that
 what the pass copies, the proof has seen; what the source gains after the walk is the next pass's).  A file that
 vanished from the source meanwhile is listed, not a failure (counted in a stream that failed too); a file that
-changed at the source after its copy is sent again and counted apart from one that differs at the receiver.  SIGHUP restarts the running rsyncs with a new limit (the parts
-done stay done), SIGTERM stops them (the partial files stay).  Each pass ends with a summary, kept in the next pass's
-history, so that the report shows the passes converge.
+changed at the source after its copy is sent again and counted apart from one that differs at the receiver.
+SIGHUP restarts the running rsyncs with a new limit (the parts done stay done), SIGTERM stops them (the partial files
+stay).  Each pass ends with a summary, kept in the next pass's history, so that the report shows the passes
+converge.
 """
 
 import collections
