@@ -15,13 +15,17 @@ description:
     O(report_dir) (made when missing), whole (atomically) when its content changed. Run it on the controller
     (C(delegate_to=localhost)). The migrate role renders the C(.md) and C(.html) pages of RV(paths) from RV(run)
     with its templates.
-  - The JSON holds C(bytes), C(files), C(seconds) (the copying phase), C(sent_bytes) and C(files_sent) (what this
-    pass sent), C(goodput_bps) (what it sent over its copying phase), C(present_bytes) (what the receiver had before
-    it), C(streams), C(transport), C(verified), C(mismatches) (C(changed_at_source), C(differs_at_receiver)),
-    C(resent_bytes), C(vanished), C(deleted), C(extra), C(excludes), C(kept) and C(not_kept) (what the pass kept of
-    the tree's attributes), C(passes) (each pass's state, bytes and files sent, deletes, seconds and goodput), the
-    start-up and proof seconds, each stream's bytes, files, times, rsync exit and CPU seconds, the CPU seconds per GB
-    on each end, C(verdict) and C(rows) (the pages' tables, as text).
+  - The JSON holds C(bytes), C(files), C(seconds) (the copying phase), C(proof_seconds), C(total_seconds) (the
+    whole pass, as the sender's runner measured it), C(sent_bytes) and C(files_sent) (what this pass sent),
+    C(goodput_bps) (what it sent over its copying phase), C(present_bytes) (what the receiver held of the tree before
+    it), C(streams), C(transport), C(verified), C(mismatches) (C(changed_at_source), C(differs_at_receiver) with
+    C(differs_at_receiver_names)), C(resent_bytes), C(vanished) with C(vanished_names), C(deleted) with
+    C(deleted_names) (the first 50 names of each), C(extra), C(excludes), C(bwlimit_bps) and C(limits) (the rate at
+    the start and each change), C(kept) and C(not_kept) (what the pass kept of the tree's attributes), C(passes)
+    (each pass's state, bytes and files sent, deletes, vanished, changed at the source, differs at the receiver,
+    copy, proof and whole pass seconds, goodput), the start-up seconds, each stream's bytes, files, times, rsync exit
+    and CPU seconds, the CPU seconds per GB on each end, C(verdict), C(line) (the playbook's last line) and C(rows)
+    (the pages' tables and lists of names, as text).
 author:
   - bdp.wan_tune maintainers (@bdp-wan-tune)
 options:

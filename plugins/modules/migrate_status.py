@@ -89,8 +89,9 @@ line:
   type: str
 progress:
   description: The runner's state (bytes_total, bytes_done, files, files_done, walk, streams, first_rsync,
-    first_byte, peak_rss_kb, started, ended, proof, verified, mismatches, resent_bytes, literal_bytes, cpu_seconds,
-    message, runs, history), or null.
+    first_byte, peak_rss_kb, started, ended, phases, proof, verified, mismatches, differs_at_receiver and
+    differs_at_receiver_names, vanished and vanished_names, resent_bytes, literal_bytes, tree_present_bytes,
+    bwlimit_bps, bwlimit_start_bps, limits, cpu_seconds, message, runs, summary, history), or null.
   returned: always
   type: dict
 """

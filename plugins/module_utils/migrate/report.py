@@ -14,13 +14,19 @@ certificates, the unit) and the proof are reported apart, and so is the time to 
 import time
 
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common.bdp import human_bytes, human_rate
+from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import runner as _runner
 
 SCHEMA = 2
 GB = 10 ** 9
 STREAM_FIELDS = ('stream', 'bytes', 'files', 'parts', 'started', 'ended', 'rc', 'cpu_seconds', 'literal_bytes',
                  'max_rss_kb')
-PASS_FIELDS = ('runs', 'run_id', 'state', 'started', 'ended', 'copy_seconds', 'literal_bytes', 'files_sent',
-               'deleted', 'vanished', 'changed_at_source', 'differs_at_receiver', 'verified', 'delete', 'proof')
+PASS_FIELDS = ('runs', 'run_id', 'state', 'started', 'ended', 'copy_seconds', 'proof_seconds', 'pass_seconds',
+               'literal_bytes', 'files_sent', 'deleted', 'vanished', 'changed_at_source', 'differs_at_receiver',
+               'verified', 'delete', 'proof')
+# the head of the table of the passes (report.md.j2, report.html.j2): the cells of rows()['passes']
+PASS_HEAD = ('pass', 'started (UTC)', 'state', 'deletes', 'sent', 'files sent', 'deleted', 'vanished',
+             'changed at the source', 'differs at the receiver', 'copy s', 'proof s', 'whole pass s', 'goodput',
+             'files/s', 'verified')
 # What a pass always keeps (rsync -aH --numeric-ids), and what depends on the receiver (migrate_preserve).
 ALWAYS = ('permissions', 'times of files and directories', 'symbolic links', 'hard links')
 
@@ -82,6 +88,8 @@ def passes(progress):
     out = []
     for item in list(progress.get('history') or []) + ([progress['summary']] if progress.get('summary') else []):
         row = dict((key, item.get(key)) for key in PASS_FIELDS)
+        if row['pass_seconds'] is None and row['started'] and (row['ended'] or 0) >= row['started']:  # older runner
+            row['pass_seconds'] = round(row['ended'] - row['started'], 3)
         seconds = row.get('copy_seconds')
         row['goodput_bps'] = int((row.get('literal_bytes') or 0) * 8 / seconds) if seconds else None
         row['files_per_second'] = round((row.get('files_sent') or 0) / seconds, 1) if seconds else None
@@ -103,14 +111,16 @@ def build(status, target, sender, receiver_cpu_after=None, when=None):
         if isinstance(before, int) and isinstance(receiver_cpu_after, int) and receiver_cpu_after >= before else None
     phases = progress.get('phases') or {}
     copying = phases.get('copying') or [None, None]
-    # the proof and what it sent again (proving, resending, proving again, proving deletes); the destination made
-    # before the copy counts to its start-up
-    proving = [value for key, value in sorted(phases.items()) if key.startswith(('proving', 'resending'))]
     seconds = (copying[1] - copying[0]) if copying[0] and copying[1] else None
     files_sent = progress.get('files_sent')
     sent = progress.get('literal_bytes')
     sent = sent if sent is not None else progress.get('bytes_done') or 0
     total = progress.get('bytes_total') or plan.get('bytes') or 0
+    # what the receiver held of the tree: the runner's count once its copy went through the tree, else what the
+    # receiver held in all (its files that the source has not too), never more than the tree
+    present = progress.get('tree_present_bytes')
+    if present is None and progress.get('present_bytes') is not None:
+        present = min(progress['present_bytes'], total)
     gigabytes = float(total) / GB if total else 0
     yes, no = kept(progress, target)
     run = {
@@ -129,17 +139,23 @@ def build(status, target, sender, receiver_cpu_after=None, when=None):
         'runner_peak_rss_kb': progress.get('peak_rss_kb'), 'parts': (progress.get('walk') or {}).get('parts'),
         'startup_seconds': round(copying[0] - progress['started'], 3) if copying[0] and progress.get('started')
         else None,
-        'proof_seconds': round(sum(end - start for start, end in proving if start and end), 3) if proving else None,
+        # the proof and what it sent again (proving, resending, proving again, proving deletes); the destination made
+        # before the copy counts to its start-up
+        'proof_seconds': _runner.proof_seconds(phases),
         'total_seconds': round(progress['ended'] - progress['started'], 3) if progress.get('ended') else None,
         'proof': progress.get('proof'), 'verified': progress.get('verified'),
         'mismatches': progress.get('mismatches'), 'resent_bytes': progress.get('resent_bytes'),
         'changed_at_source': progress.get('changed_at_source'),
         'differs_at_receiver': progress.get('differs_at_receiver'),
+        'differs_at_receiver_names': progress.get('differs_at_receiver_names') or [],
+        'mismatches_after_resend': progress.get('mismatches_after_resend'),
+        'limits': progress.get('limits') or [],
+        'bwlimit_bps': progress.get('bwlimit_start_bps', progress.get('bwlimit_bps')),
         'vanished': progress.get('vanished'), 'vanished_names': progress.get('vanished_names') or [],
         'delete': progress.get('delete'), 'deleted': progress.get('deleted'),
         'deleted_names': progress.get('deleted_names') or [], 'would_delete': progress.get('would_delete'),
         'extra': progress.get('extra'), 'excludes': progress.get('excludes') or [],
-        'literal_bytes': progress.get('literal_bytes'), 'present_bytes': progress.get('present_bytes'),
+        'literal_bytes': progress.get('literal_bytes'), 'present_bytes': present,
         'runs': progress.get('runs'), 'message': progress.get('message') or '',
         'kept': yes, 'not_kept': no, 'passes': passes(progress),
         'per_stream': [dict((key, stream.get(key)) for key in STREAM_FIELDS)
@@ -156,6 +172,7 @@ def build(status, target, sender, receiver_cpu_after=None, when=None):
                              'the receiver with the same size and time is not found (use migrate_proof=checksum)')
     run['verdict'] = verdict(run)
     run['rows'] = rows(run)
+    run['line'] = closing(run)
     return run
 
 
@@ -167,9 +184,9 @@ def since(progress, moment):
 
 def verdict(run):
     if run['state'] != 'done':
-        return 'NOT DONE (%s)' % run['state']
+        return 'NOT DONE (%s)' % (run['state'] or 'never ran')
     if run['verified']:
-        return 'VERIFIED (%s)' % run['proof']
+        return 'VERIFIED (%s)' % _dash(run['proof'])
     return 'NOT VERIFIED (%d mismatches)' % (run['mismatches'] or 0)
 
 
@@ -186,30 +203,35 @@ def rows(run):
     [[cells]]} (the templates escape them)."""
     summary = [
         ('destination', run['destination']), ('transport', run['transport']),
-        ('tree', '%s in %s files%s' % (human_bytes(run['bytes'] or 0), run['files'],
+        ('tree', '%s in %s files%s' % (human_bytes(run['bytes'] or 0), _dash(run['files']),
                                        ' (%d more names of hard-linked files)' % run['plan']['linked']
                                        if run['plan'].get('linked') else '')),
-        ('already at the receiver before this pass', human_bytes(run['present_bytes'] or 0)),
+        ('already at the receiver before this pass (of the tree)',
+         None if run['present_bytes'] is None else human_bytes(run['present_bytes'])),
         ('sent in this pass', '%s in %s files' % (human_bytes(run['sent_bytes'] or 0),
                                                   '-' if run['files_sent'] is None else run['files_sent'])),
         ('goodput of this pass', mbit(run['goodput_bps'])),
         ('files per second', _dash(run['files_per_second'])),
+        ('whole pass seconds (the runner\'s start to its end, the proof done)', _seconds(run['total_seconds'])),
         ('copy seconds', _seconds(run['seconds'])),
         ('start-up seconds', _seconds(run['startup_seconds'])), ('proof seconds', _seconds(run['proof_seconds'])),
         ('time to the first rsync, s', '-' if run['first_rsync_seconds'] is None else '%s (%s files listed)' % (
-            _seconds(run['first_rsync_seconds']), run['listed_at_first_rsync'])),
+            _seconds(run['first_rsync_seconds']), _dash(run['listed_at_first_rsync']))),
         ('time to the first byte, s', _seconds(run['first_byte_seconds'])),
-        ('streams', '%s (%s parts)' % (run['streams'], '-' if run['parts'] is None else run['parts'])),
+        ('streams', '%s (%s parts)' % (_dash(run['streams']), _dash(run['parts']))),
         ('proof', run['proof']),
         ('mismatches found by the proof', '-' if run['mismatches'] is None else
          '%d: %s changed at the source during the pass, %s differed at the receiver' % (
              run['mismatches'], run['changed_at_source'] or 0, run['differs_at_receiver'] or 0)),
-        ('bytes sent again', human_bytes(run['resent_bytes'] or 0)),
+        ('differed at the receiver, sent again', _dash(run['differs_at_receiver'])),
+        ('bytes sent again (the proof\'s second sending, and after an interruption)',
+         human_bytes(run['resent_bytes'] or 0)),
         ('vanished from the source during the pass', run['vanished'] or 0),
         ('deleted at the receiver', ('%d%s' % (run['deleted'] or 0, '' if run['extra'] is None else
                                                ', %d left that the source has not' % run['extra']))
          if run['delete'] else 'no (migrate_delete: false)'),
         ('excluded', ', '.join(run['excludes']) or 'nothing'),
+        ('rate limit', limits(run)),
         ('passes', len(run['passes'])),
         ('sender CPU s per GB', '-' if run['sender_cpu_seconds_per_gb'] is None else run['sender_cpu_seconds_per_gb']),
         ('runner peak memory', _dash(run['runner_peak_rss_kb'] and human_bytes(run['runner_peak_rss_kb'] * 1024))),
@@ -218,18 +240,79 @@ def rows(run):
     table = []
     for item in run['passes']:
         when = time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(item['started'])) if item.get('started') else '-'
-        table.append([str(item['runs']), when, item['state'] or '-', 'yes' if item['delete'] else 'no',
+        table.append([_dash(item['runs']), when, item['state'] or '-', 'yes' if item['delete'] else 'no',
                       human_bytes(item['literal_bytes'] or 0), str(item['files_sent'] or 0), str(item['deleted'] or 0),
-                      str(item['vanished'] or 0), str(item['changed_at_source'] or 0), _seconds(item['copy_seconds']),
-                      mbit(item['goodput_bps']), _dash(item['files_per_second']),
-                      {True: 'yes', False: 'no'}.get(item['verified'], '-')])
+                      str(item['vanished'] or 0), str(item['changed_at_source'] or 0),
+                      str(item['differs_at_receiver'] or 0), _seconds(item['copy_seconds']),
+                      _seconds(item['proof_seconds']), _seconds(item['pass_seconds']), mbit(item['goodput_bps']),
+                      _dash(item['files_per_second']), {True: 'yes', False: 'no'}.get(item['verified'], '-')])
     streams = []
     for stream in run['per_stream']:
         seconds = stream['ended'] - stream['started'] if stream.get('ended') and stream.get('started') else None
-        streams.append([str(stream['stream']), human_bytes(stream['bytes'] or 0), str(stream.get('files') or 0),
-                        str(stream.get('parts') or 0), _seconds(seconds), str(stream['rc']),
-                        str(stream['cpu_seconds'])])
-    return {'summary': [[key, str(value)] for key, value in summary], 'passes': table, 'streams': streams}
+        streams.append([_dash(stream['stream']), human_bytes(stream['bytes'] or 0), str(stream.get('files') or 0),
+                        str(stream.get('parts') or 0), _seconds(seconds), _dash(stream['rc']),
+                        _dash(stream['cpu_seconds'])])
+    return {'summary': [[key, _dash(value)] for key, value in summary], 'passes_head': list(PASS_HEAD),
+            'passes': table, 'streams': streams, 'names': names(run)}
+
+
+def names(run):
+    """The lists of names the pages show, each [heading (with the whole count), [the first names]]: the files that
+    differed at the receiver and were sent again, those that vanished from the source, those deleted at the receiver
+    (or that a refused pass would have deleted)."""
+    refused = run['state'] == 'refused'
+    out = []
+    for heading, listed, count in (
+            ('Differed at the receiver, sent again', run['differs_at_receiver_names'], run['differs_at_receiver']),
+            ('Vanished from the source during the pass', run['vanished_names'], run['vanished']),
+            ('Would have been deleted at the receiver, refused' if refused else 'Deleted at the receiver',
+             run['deleted_names'], run['would_delete'] if refused else run['deleted'])):
+        count = max(count or 0, len(listed))
+        if count:
+            out.append(['%s (%d%s)' % (heading, count, '' if count == len(listed) else
+                                       ', the first %d below' % len(listed) if listed else ', names not kept'),
+                        list(listed)])
+    return out
+
+
+def limits(run):
+    """The rate limit of the pass: at its start, and each change (migrate_action=limit) with its time (UTC)."""
+    def rate(bps):
+        return mbit(bps) if bps else 'no limit'
+    text = rate(run['bwlimit_bps']) + (' at the start' if run['limits'] else '')
+    for moment, bps in run['limits']:
+        text += '; %s from %s' % (rate(bps), time.strftime('%H:%M:%S', time.gmtime(moment)))
+    return text
+
+
+def closing(run):
+    """What the playbook's last line says of the pass (after the sender, the receiver and the state): every figure
+    it has, none it has not."""
+    words = 'pass %s' % run['runs'] if run['runs'] is not None else 'this pass'
+    words += ' sent %s in %s files' % (human_bytes(run['sent_bytes'] or 0), run['files_sent'] or 0)
+    if run['present_bytes'] is not None:
+        words += ' (%s of the tree there before)' % human_bytes(run['present_bytes'])
+    seconds = [text % value for text, value in (('%.1f s of copy', run['seconds']),
+                                                ('%.1f s of proof', run['proof_seconds']),
+                                                ('%.1f s in all', run['total_seconds'])) if value is not None]
+    words += (' in ' + ', '.join(seconds)) if seconds else ''
+    figures = [mbit(run['goodput_bps'])] if run['goodput_bps'] else []
+    figures += ['%s stream(s)' % run['streams']] if run['streams'] is not None else []
+    figures.append('verified' if run['verified'] else 'NOT verified')
+    words += ', ' + ', '.join(figures)
+    if run['differs_at_receiver']:
+        words += '; %d file(s) differed at the receiver and were sent again%s' % (
+            run['differs_at_receiver'], ' (repaired)' if run['verified'] and not run['mismatches_after_resend']
+            else '')
+    if run['changed_at_source']:
+        words += '; %d changed at the source during the pass (sent again)' % run['changed_at_source']
+    if run['delete'] and run['state'] != 'refused':
+        words += '; %d deleted' % (run['deleted'] or 0)
+    if run['vanished']:
+        words += '; %d vanished from the source' % run['vanished']
+    if run['message']:
+        words += '; ' + run['message']
+    return words
 
 
 def file_stem(run):

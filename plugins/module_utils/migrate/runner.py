@@ -23,11 +23,14 @@ the first bytes move while the tree is still being listed, and no list of the wh
 a hard-linked inode wait until all are met (or the walk ends) and go into one part, since rsync -H links names only
 within one transfer.  Then the deletes; then the proof (an rsync dry run of every part with --checksum, or with
 rsync's size and time check, N at a time; with deletes, nothing extra at the receiver), the mismatches sent again and
-proven again, then a last pass that gives the directories their times and modes.  A file that vanished from the
-source meanwhile is listed, not a failure; a file that changed at the source after its copy is sent again and
-counted apart from one that differs at the receiver.  SIGHUP restarts the running rsyncs with a new limit (the parts
-done stay done), SIGTERM stops them (the partial files stay).  Each pass ends with a summary, kept in the next pass's
-history, so that the report shows the passes converge.
+proven again, then a last pass that gives the directories their times and modes (rsync --existing
+--ignore-existing: the copy made every directory the walk listed, and this pass makes and copies nothing, so that
+what the pass copies, the proof has seen; what the source gains after the walk is the next pass's).  A file that
+vanished from the source meanwhile is listed, not a failure (counted in a stream that failed too); a file that
+changed at the source after its copy is sent again and counted apart from one that differs at the receiver.
+SIGHUP restarts the running rsyncs with a new limit (the parts done stay done), SIGTERM stops them (the partial files
+stay).  Each pass ends with a summary, kept in the next pass's history, so that the report shows the passes
+converge.
 """
 
 import collections
@@ -81,6 +84,11 @@ ESCAPE_RE = re.compile(rb'\\#([0-7]{3})')
 # the attributes the streams keep, each with its rsync option (the module's owners are --no-owner --no-group)
 ATTRIBUTES = (('acls', '-A'), ('xattrs', '-X'), ('sparse', '-S'))
 SUMMED = ('bytes', 'files', 'literal_bytes', 'matched_bytes', 'parts')
+# the phases of the proof and of what it sent again (their seconds are the proof's)
+PROOF_PHASES = ('proving', 'resending')
+# the states a run ends in that leave nothing half-sent: a pass after one of them is an ordinary pass, after any other
+# it continues an interrupted one (what it sends of what the receiver held is sent again)
+WHOLE = (None, 'done', 'refused')
 
 
 def encode(path):
@@ -289,15 +297,15 @@ class Stream(object):
             self.items.close()
 
     def vanished(self, source):
-        """The files that vanished from the source (relative to it), from rsync's log; None when the log has an
-        error of another kind (the stream failed)."""
+        """([the files that vanished from the source (relative to it)], whether rsync's log has an error of another
+        kind (the stream failed, and its vanished files count all the same))."""
         try:
             with open(self.log_path, 'rb') as handle:
                 lines = handle.read().splitlines()
         except (IOError, OSError):
-            return None
+            return [], True
         prefix = encode(source.rstrip('/') + '/')
-        names = []
+        names, failed = [], False
         for line in lines:
             match = VANISHED_RE.search(line)
             if match:
@@ -305,8 +313,8 @@ class Stream(object):
                 names.append(unescape(name[len(prefix):] if name.startswith(prefix) else name).decode(
                     'utf-8', 'surrogateescape'))
             elif line.startswith(ERROR_LINE):
-                return None
-        return names
+                failed = True
+        return names, failed
 
     @property
     def restarted(self):
@@ -329,8 +337,9 @@ class Parts(object):
     """The tree cut into parts while it is walked (fpart's live mode): a part closes at ``part_files`` names or
     ``part_bytes`` bytes (a file that would take it past the bytes starts the next one), and is written, NUL-separated,
     to part-<n> in the run's directory; the directories go to list-dirs as they are met (the last pass gives them
-    their modes and times).  A file with more than one name waits, by its inode, until all its names are met (or
-    the walk ends), and then goes with them into one part: memory holds those names and the walk's stack only.
+    their modes and times) and into the open part (not counted in its limits: the copy makes them).  A file with
+    more than one name waits, by its inode, until all its names are met (or the walk ends), and then goes with them
+    into one part: memory holds those names and the walk's stack only.
     ``walk`` is the state's figures of the walk, counted as it goes (each inode's bytes once)."""
 
     def __init__(self, run_dir, config, walk):
@@ -349,6 +358,7 @@ class Parts(object):
                 if info is None:
                     dirs.write(encode(path) + b'\0')
                     walk['dirs'] += 1
+                    self.directory(path)
                     names = []
                 elif not stat.S_ISREG(info.st_mode):
                     walk['others'] += 1
@@ -382,6 +392,19 @@ class Parts(object):
         del linked[key]
         return names, size
 
+    def directory(self, path):
+        """A directory goes into the open part as well, not counted in its limits: the copy makes it (an empty one
+        too), and the last pass, which gives the directories their times and modes, makes and copies nothing (what
+        it would copy, the proof would not have seen)."""
+        self.part().write(nul_list([path]))
+
+    def part(self):
+        """The open part (a new one when none is open)."""
+        if not self.handle:
+            self.paths.append(os.path.join(self.run_dir, PART % (len(self.paths) + 1)))
+            self.handle = private_file(self.paths[-1])
+        return self.handle
+
     def add(self, names, size):
         """Put ``names`` (of one inode: ``size`` bytes) into the open part: the parts it closed."""
         closed = []
@@ -389,10 +412,7 @@ class Parts(object):
             return closed
         if self.handle and (self.files + len(names) > self.max_files or self.bytes + size > self.max_bytes):
             closed.append(self.close())
-        if not self.handle:
-            self.paths.append(os.path.join(self.run_dir, PART % (len(self.paths) + 1)))
-            self.handle = private_file(self.paths[-1])
-        self.handle.write(nul_list(names))
+        self.part().write(nul_list(names))
         self.files += len(names)
         self.bytes += size
         if self.files >= self.max_files or self.bytes >= self.max_bytes:
@@ -496,10 +516,9 @@ class Slots(object):
         if stream.items_path:
             out['items'].append((stream.items_path, stream.count, stream.names))
         out['literal'] += stream.stats.get('literal', 0)
-        names = stream.vanished(self.config['source']) if stream.rc in VANISHED_RCS else None
-        if names:
-            self.vanished(names)
-        elif stream.rc != 0 and not self.stopping:
+        names, failed = stream.vanished(self.config['source']) if stream.rc else ([], False)
+        self.vanished(names)            # counted in a stream that failed too
+        if stream.rc != 0 and (failed or not names or stream.rc not in VANISHED_RCS) and not self.stopping:
             out['failures'].append('%s: stream %d (%s) ended with rsync exit %d: %s' % (
                 stream.phase, stream.index, os.path.basename(stream.list_path) or 'the whole tree', stream.rc,
                 tail(stream.log_path)))
@@ -576,10 +595,15 @@ class Proof(Slots):
             return
         count = sum(item[1] for item in found)
         copied = (self.state['phases'].get('copying') or [time.time()])[0]
-        at_source = sum(1 for item in found for name in read_list(item[0])
-                        if changed_since(self.config['source'], name, copied))
+        at_source, at_receiver = 0, []
+        for name in (name for item in found for name in read_list(item[0])):
+            if changed_since(self.config['source'], name, copied):
+                at_source += 1
+            elif len(at_receiver) < KEEP:
+                at_receiver.append(name)
         self.state.update(mismatches=count, mismatched=[name for item in found for name in item[2]][:KEEP],
-                          changed_at_source=at_source, differs_at_receiver=count - at_source)
+                          changed_at_source=at_source, differs_at_receiver=count - at_source,
+                          differs_at_receiver_names=at_receiver)
         verified = not count
         if count:
             resend = [item[0] for item in found if item[1]]
@@ -611,6 +635,7 @@ class Runner(Proof):
             raise SystemExit('runner: no %s in %s' % (CONFIG, run_dir))
         self.config['password_file'] = os.path.join(run_dir, PASSWORD)
         previous = read_state(run_dir) or {}
+        self.continues = previous.get('state') not in WHOLE      # the run before was interrupted
         self.state = {'id': self.config['id'], 'run_id': self.config.get('run_id'), 'state': 'starting',
                       'runs': previous.get('runs', 0) + 1, 'plan': self.config.get('plan'),
                       'cpu_before': self.config.get('cpu_before'),
@@ -624,6 +649,8 @@ class Runner(Proof):
                       'present_bytes': self.config.get('present_bytes', 0), 'stream_count': self.config['streams'],
                       'phases': {}, 'delete': bool(self.config.get('delete')), 'deleted': 0, 'deleted_names': [],
                       'vanished': 0, 'vanished_names': [], 'changed_at_source': 0, 'differs_at_receiver': 0,
+                      'differs_at_receiver_names': [], 'bwlimit_bps': self.config.get('bwlimit_bps') or 0,
+                      'bwlimit_start_bps': self.config.get('bwlimit_bps') or 0,
                       'extra': None, 'preserve': self.config.get('preserve') or {},
                       'owners': self.config.get('owners', True), 'excludes': self.config.get('excludes') or [],
                       'history': (previous.get('history') or [])
@@ -716,6 +743,7 @@ class Runner(Proof):
             parts = None if self.stopping else self.copy()
             if parts is None:
                 return self.end('stopped', 2) if self.stopping else self.end('failed', 1)
+            self.state['copied'] = True          # every part of the tree went through the copy
             if self.config.get('delete'):
                 deleted = self.extraneous('deleting', real=True)
                 if deleted is None:
@@ -724,7 +752,8 @@ class Runner(Proof):
             self.prove(parts)
             if self.stopping:
                 return self.end('stopped', 2)
-            check(self.run_streams([os.path.join(self.run_dir, DIRS_LIST)], phase='directories'))
+            check(self.run_streams([os.path.join(self.run_dir, DIRS_LIST)], ['--existing', '--ignore-existing'],
+                                   phase='directories'))
             if self.stopping:
                 return self.end('stopped', 2)
             return self.end('done' if self.state['verified'] else 'failed', 0 if self.state['verified'] else 1)
@@ -740,19 +769,26 @@ class Runner(Proof):
         self.state['state'] = state
         self.state['ended'] = time.time()
         streams = self.state['streams']
+        copying = self.state['phases'].get('copying') or [None, None]
         literal = sum(stream.get('literal_bytes', 0) for stream in streams)
         missing = max(0, self.state['bytes_total'] - self.state.get('present_bytes', 0))
         self.state['literal_bytes'] = literal
-        # what a pass after an interruption sent of what the receiver held already
-        self.state['resent_bytes'] += max(0, literal - missing) if state == 'done' else 0
+        # what a pass after an interruption sent of what the receiver held already (an ordinary pass sends what
+        # changed: nothing of it is sent again)
+        self.state['resent_bytes'] += max(0, literal - missing) if state == 'done' and self.continues else 0
+        if self.state.get('copied'):
+            # what the receiver held of the tree before the pass: what the whole copy did not have to send (rsync's
+            # quick check skipped it, or its delta matched it), never what the source no longer has
+            self.state['tree_present_bytes'] = max(0, self.state['bytes_total'] - literal)
         self.state['files_sent'] = sum(stream.get('files', 0) for stream in streams)
         self.state['cpu_seconds'] = round(sum(stream.get('cpu_seconds', 0) for stream in streams), 3)
-        copying = self.state['phases'].get('copying') or [None, None]
         self.state['summary'] = dict((key, self.state.get(key)) for key in (
             'runs', 'run_id', 'state', 'started', 'ended', 'bytes_done', 'literal_bytes', 'files_sent', 'resent_bytes',
             'deleted', 'vanished', 'changed_at_source', 'differs_at_receiver', 'verified', 'delete', 'proof'))
-        self.state['summary']['copy_seconds'] = round(copying[1] - copying[0], 3) if copying[0] and copying[1] \
-            else None
+        self.state['summary'].update(copy_seconds=round(copying[1] - copying[0], 3) if copying[0] and copying[1]
+                                     else None,
+                                     proof_seconds=proof_seconds(self.state['phases']),
+                                     pass_seconds=round(self.state['ended'] - self.state['started'], 3))
         self.save(force=True)
         return code
 
@@ -776,6 +812,12 @@ def check(result):
     """Raise when an rsync of ``result`` (run_streams()) failed."""
     if result['failures']:
         raise RuntimeError('; '.join(result['failures']))
+
+
+def proof_seconds(phases):
+    """The seconds of the proof and of what it sent again (the proof's phases of a run's ``phases``), or None."""
+    spans = [value for key, value in phases.items() if key.startswith(PROOF_PHASES)]
+    return round(sum(end - start for start, end in spans if start and end), 3) if spans else None
 
 
 def read_list(path):

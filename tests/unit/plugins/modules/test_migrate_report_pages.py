@@ -28,12 +28,16 @@ def run_of():
     first = {'runs': 1, 'run_id': '1.0', 'state': 'done', 'started': 1795680000.0, 'ended': 1795680100.0,
              'copy_seconds': 80.0, 'literal_bytes': 9 * 10 ** 9, 'files_sent': 200000, 'deleted': 0, 'vanished': 3,
              'changed_at_source': 12, 'differs_at_receiver': 0, 'verified': True, 'delete': False, 'proof': 'checksum'}
-    second = dict(first, runs=2, run_id='2.0', started=1795683600.0, copy_seconds=4.0, literal_bytes=9 * 10 ** 7,
-                  files_sent=2000, vanished=0, changed_at_source=0)
+    # the second pass's runner kept its proof's and its whole seconds (the first's, an older one, did not)
+    second = dict(first, runs=2, run_id='2.0', started=1795683600.0, ended=1795683610.0, copy_seconds=4.0,
+                  proof_seconds=4.5, pass_seconds=10.0, literal_bytes=9 * 10 ** 7, files_sent=2000, vanished=0,
+                  changed_at_source=0, differs_at_receiver=2)
     progress = {'state': 'done', 'runs': 3, 'run_id': '3.0', 'started': 1795690000.0, 'ended': 1795690060.0,
                 'bytes_total': 9 * 10 ** 9, 'bytes_done': 9 * 10 ** 9, 'literal_bytes': 9 * 10 ** 7,
                 'files_sent': 2000, 'files': 200000, 'present_bytes': 9 * 10 ** 9, 'proof': 'checksum',
                 'verified': True, 'mismatches': 1, 'changed_at_source': 0, 'differs_at_receiver': 1, 'delete': True,
+                'differs_at_receiver_names': ['data/repaired.bin'], 'bwlimit_start_bps': 5 * 10 ** 8,
+                'limits': [[1795690004.0, 2 * 10 ** 8]],
                 'deleted': 1000, 'deleted_names': [HOSTILE], 'vanished': 1, 'vanished_names': ['gone'], 'extra': 0,
                 'excludes': ['*.tmp'], 'stream_count': 2,
                 'phases': {'copying': [1795690002.0, 1795690006.0], 'proving': [1795690006.0, 1795690050.0]},
@@ -43,7 +47,8 @@ def run_of():
                              'ended': 1795690005.0, 'rc': 0, 'cpu_seconds': 2.5, 'literal_bytes': 8 * 10 ** 7}],
                 'preserve': {'acls': True, 'xattrs': False, 'sparse': True},
                 'plan': {'attributes': {'xattrs': 4}, 'linked': 2}, 'history': [first, second]}
-    progress['summary'] = dict(second, runs=3, run_id='3.0', started=1795690000.0, deleted=1000, delete=True)
+    progress['summary'] = dict(second, runs=3, run_id='3.0', started=1795690000.0, ended=1795690060.0, deleted=1000,
+                               delete=True, differs_at_receiver=1, proof_seconds=44.0, pass_seconds=60.0)
     return _report.build({'state': 'done', 'progress': progress},
                          {'receiver': 'dc2-a', 'module': 'incoming', 'transport': 'tls', 'dest': '/srv/in/dc1-a',
                           'owners': True}, 'dc1-a')
@@ -73,9 +78,20 @@ def test_the_markdown_page_has_the_summary_the_passes_and_the_streams(tmp_path):
     rows = [line for line in markdown.split('## Passes')[1].split('## Streams')[0].splitlines()
             if re.match(r'^\| [0-9]+ \|', line)]
     assert [row.split(' | ')[0] for row in rows] == ['| 1', '| 2', '| 3'] and '| 900 Mbit/s | 2500.0 |' in rows[0]
-    assert '| copy s | goodput | files/s | verified |' in markdown and '| stream | bytes | files | parts |' in markdown
+    # per pass: what differed at the receiver, the copy's, the proof's and the whole pass's seconds (the outage)
+    assert '| changed at the source | differs at the receiver | copy s | proof s | whole pass s | goodput | files/s | ' \
+        'verified |' in markdown and '| stream | bytes | files | parts |' in markdown
+    assert rows[0].endswith('| 12 | 0 | 80.0 | - | 100.0 | 900 Mbit/s | 2500.0 | yes |'), rows[0]
+    assert rows[1].endswith('| 0 | 2 | 4.0 | 4.5 | 10.0 | 180 Mbit/s | 500.0 | yes |'), rows[1]
+    assert rows[2].endswith('| 0 | 1 | 4.0 | 44.0 | 60.0 | 180 Mbit/s | 500.0 | yes |'), rows[2]
+    assert "The last pass's whole pass seconds (the sender's runner, from its start to its end" in markdown
+    assert '| whole pass seconds (the runner\'s start to its end, the proof done) | 60.0 |' in markdown
+    assert '| rate limit | 500 Mbit/s at the start; 200 Mbit/s from 10:46:44 |' in markdown
+    assert '\nDiffered at the receiver, sent again (1): "data/repaired.bin"\n' in markdown
+    assert '\nVanished from the source during the pass (1): "gone"\n' in markdown
     assert 'Not kept: extended attributes' in markdown and 'Kept: permissions' in markdown
-    assert '"</script><b id=\\"injected\\">x</b>\\n|pipe"' in markdown        # the name, as JSON quotes it
+    assert 'Deleted at the receiver (1000, the first 1 below): "</script><b id=\\"injected\\">x</b>\\n|pipe"' \
+        in markdown                                                                 # the name, as JSON quotes it
     assert markdown.count('\n| 0 | ') == 1 and markdown.count('\n| 1 | ') == 2      # two streams, pass 1 and stream 1
 
 
@@ -101,6 +117,9 @@ def test_chromium_shows_the_html_page_with_every_table_and_nothing_of_a_name_as_
     assert '<th>goodput of this pass</th><td>180 Mbit/s</td>' in summary
     assert '<th>files per second</th><td>500.0</td>' in summary and '<th>files/s</th>' in passes
     assert '<li>ACLs</li>' in dom and 'extended attributes: the receiver' in dom
+    assert '<th>differs at the receiver</th>' in passes and '<th>whole pass s</th>' in passes
+    assert re.search(r'<h3>Differed at the receiver, sent again \(1\)</h3>\s*<ul><li><code>"data/repaired.bin"</code>',
+                     dom)
     assert '&lt;/script&gt;&lt;b id=\\"injected\\"&gt;' in dom or '&lt;/script&gt;&lt;b id=&quot;injected' in dom \
         or '&lt;/script&gt;&lt;b id="injected"' in dom
 

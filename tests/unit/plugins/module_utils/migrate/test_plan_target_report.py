@@ -308,3 +308,27 @@ def test_a_source_given_to_every_host_names_the_real_mistake():
         assert len(problems) == 1 and problems[0].startswith('migrate_source: set on %s, which receives the tree of '
                                                              % host), problems
         assert 'an extra variable (-e migrate_source=...) sets it on every host' in problems[0]
+
+
+def test_the_closing_line_says_what_differed_at_the_receiver_and_the_tree_bounds_what_was_there():
+    """The playbook's last line says how many files differed at the receiver and were sent again; what was at the
+    receiver is the runner's count of the tree, or at most the tree when the runner has none (the receiver holds
+    files the source has not)."""
+    progress = {'state': 'done', 'runs': 4, 'started': 100.0, 'ended': 118.0, 'bytes_total': 2 * 10 ** 9,
+                'literal_bytes': 0, 'files_sent': 0, 'files': 3289, 'present_bytes': 3 * 10 ** 9, 'proof': 'checksum',
+                'verified': True, 'mismatches': 2, 'differs_at_receiver': 2, 'changed_at_source': 0,
+                'mismatches_after_resend': 0, 'differs_at_receiver_names': ['a/x', 'b/y'], 'stream_count': 2,
+                'phases': {'copying': [101.0, 102.0], 'proving': [102.0, 110.0], 'resending': [110.0, 111.0],
+                           'proving again': [111.0, 112.5]}, 'streams': [], 'limits': [], 'bwlimit_start_bps': 0}
+    run = _report.build({'state': 'done', 'progress': progress}, {'receiver': 'b', 'owners': True}, 'a')
+    assert run['present_bytes'] == 2 * 10 ** 9 and run['proof_seconds'] == 10.5 and run['total_seconds'] == 18.0
+    assert run['line'] == ('pass 4 sent 0 B in 0 files (2 GB of the tree there before) in 1.0 s of copy, 10.5 s of '
+                           'proof, 18.0 s in all, 2 stream(s), verified; 2 file(s) differed at the receiver and were '
+                           'sent again (repaired)')
+    assert run['rows']['names'] == [['Differed at the receiver, sent again (2)', ['a/x', 'b/y']]]
+    assert ['rate limit', 'no limit'] in run['rows']['summary']
+    counted = _report.build({'state': 'done', 'progress': dict(progress, tree_present_bytes=15 * 10 ** 8)}, {}, 'a')
+    assert counted['present_bytes'] == 15 * 10 ** 8
+    left = _report.build({'state': 'done', 'progress': dict(progress, verified=False, mismatches_after_resend=1)},
+                         {}, 'a')
+    assert left['line'].endswith('NOT verified; 2 file(s) differed at the receiver and were sent again')

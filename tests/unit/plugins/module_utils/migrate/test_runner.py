@@ -179,6 +179,7 @@ def test_a_file_changed_at_the_receiver_with_its_size_and_time_is_found_and_sent
     assert run(run_dir) == 0
     state = _runner.read_state(str(run_dir))
     assert state['mismatches'] == 1 and state['mismatched'] == ['small/d1/f04'] and state['verified'] is True
+    assert state['differs_at_receiver'] == 1 and state['differs_at_receiver_names'] == ['small/d1/f04']
     assert state['mismatches_after_resend'] == 0 and state['resent_bytes'] > 0
     assert set(state['phases']) == {'destination', 'copying', 'proving', 'resending', 'proving again', 'directories'}
     assert digest(source) == digest(dest / 'sender')
@@ -306,9 +307,13 @@ def test_the_streams_start_while_the_tree_is_still_listed(tmp_path, daemon):
     assert walk['ended'] > first['at'] >= walk['started'] and state['first_byte'] >= first['at']
     assert [stream['parts'] for stream in state['streams']] == [8] and state['files_sent'] == 800
     parts = parts_of(run_dir)
-    assert len(parts) == 8 and all(len(names) == 100 for names in parts.values())
-    assert sorted(sum(parts.values(), [])) == sorted(os.path.relpath(os.path.join(top, name), str(source))
+    # each part holds 100 files, and the directories met while it was open (not counted in its limits)
+    files = dict((part, [name for name in names if '/' in name]) for part, names in parts.items())
+    assert len(parts) == 8 and all(len(names) == 100 for names in files.values())
+    assert sorted(sum(files.values(), [])) == sorted(os.path.relpath(os.path.join(top, name), str(source))
                                                      for top, dummy, names in os.walk(str(source)) for name in names)
+    directories = set(sum(parts.values(), [])) - set(sum(files.values(), []))
+    assert sorted(directories) == ['d%02d' % index for index in range(8)]
     assert {oct(os.stat(str(run_dir / name)).st_mode & 0o777) for name in parts} == {'0o600'}
     assert digest(source) == digest(dest / 'sender') and state['verified'] is True
 
@@ -534,3 +539,76 @@ def test_a_new_limit_restarts_the_copy_with_it_and_sends_nothing_twice(tmp_path,
     assert abs(state['literal_bytes'] + stream['matched_bytes'] - state['bytes_total']) <= 65536, stream
     assert state['resent_bytes'] <= 65536
     assert stream['parts'] == state['walk']['parts'] == len(parts_of(run_dir)) > 1
+
+
+def test_the_last_pass_copies_nothing_the_proof_has_not_seen(tmp_path, daemon):
+    """A directory (with a file) and a file made at the top of the source after the walk: the last pass, which gives
+    the directories their times and modes, copies neither (the proof never saw them), and still makes the empty
+    directory the walk listed; the next pass's walk finds them, copies and proves them."""
+    port, dest = daemon
+    source, run_dir = prepare(tmp_path, port, streams=1, part_files=4, bwlimit_bps=8 * 2 * 10 ** 6)     # about 2 s
+    proc = subprocess.Popen([sys.executable, RUNNER, str(run_dir)])
+    deadline = time.time() + 60
+    while time.time() < deadline and ((_runner.read_state(str(run_dir)) or {}).get('walk') or {}).get(
+            'state') != 'listed':
+        time.sleep(0.05)
+    state = _runner.read_state(str(run_dir))
+    assert state['walk']['state'] == 'listed' and state['state'] == 'copying', state
+    (source / 'late').mkdir()
+    (source / 'late' / 'inner.bin').write_bytes(os.urandom(3000))
+    (source / 'late.bin').write_bytes(os.urandom(2000))
+    assert proc.wait(120) == 0, _runner.read_state(str(run_dir))['message']
+    state = _runner.read_state(str(run_dir))
+    assert state['verified'] is True and 'directories' in state['phases'], state
+    assert not (dest / 'sender' / 'late').exists() and not (dest / 'sender' / 'late.bin').exists()
+    assert (dest / 'sender' / 'empty').is_dir()
+    for path in ('', 'small/d1', 'empty'):
+        assert int(os.stat(str(dest / 'sender' / path)).st_mtime) == int(os.stat(str(source / path)).st_mtime), path
+    source, run_dir = prepare(tmp_path, port, streams=1)
+    assert run(run_dir) == 0, _runner.read_state(str(run_dir))['message']
+    state = _runner.read_state(str(run_dir))
+    assert state['verified'] is True and state['files_sent'] == 2 and digest(source) == digest(dest / 'sender')
+
+
+def test_an_ordinary_pass_sends_nothing_again_and_holds_only_the_trees_bytes_as_there(tmp_path, daemon):
+    """A pass after a pass that ended sends what changed: none of it counts as sent again (resent_bytes), and what
+    the receiver held of the tree is the tree less what the pass sent, however much the receiver holds that the
+    source has not; the pass's own seconds cover its copy and its proof."""
+    port, dest = daemon
+    source, run_dir = prepare(tmp_path, port)
+    assert run(run_dir) == 0
+    (source / 'top.bin').write_bytes(os.urandom(10 ** 5))
+    (dest / 'sender' / 'gone.bin').write_bytes(os.urandom(10 ** 6))         # deleted at the source, kept there
+    source, run_dir = prepare(tmp_path, port)
+    assert json.loads((run_dir / _runner.CONFIG).read_text())['present_bytes'] > 10 ** 6 + 4 * 10 ** 6
+    assert run(run_dir) == 0, _runner.read_state(str(run_dir))['message']
+    state = _runner.read_state(str(run_dir))
+    assert state['verified'] is True and state['literal_bytes'] >= 10 ** 5 and state['resent_bytes'] == 0, state
+    assert state['tree_present_bytes'] == state['bytes_total'] - state['literal_bytes'] < state['bytes_total']
+    summary = state['summary']
+    assert summary['pass_seconds'] == round(state['ended'] - state['started'], 3)
+    assert summary['pass_seconds'] >= summary['copy_seconds'] + summary['proof_seconds'] > summary['copy_seconds']
+
+
+def test_the_files_that_vanished_count_in_a_stream_that_failed(tmp_path):
+    """An rsync that ends with exit 23 for a device it could not make and for files gone from the source: the pass
+    fails, and the files that vanished are counted all the same."""
+    run_dir = tmp_path / 'run'
+    run_dir.mkdir()
+    (run_dir / _runner.CONFIG).write_text(json.dumps({'id': 'test', 'source': '/src', 'url': 'rsync://u@127.0.0.1/in/',
+                                                      'transport': 'plain', 'bytes': 0, 'files': 0, 'streams': 1,
+                                                      'proof': 'checksum'}))
+    runner = _runner.Runner(str(run_dir))
+    lines = ['rsync: [sender] link_stat "/src/a/gone" failed: No such file or directory (2)',
+             'rsync: [generator] mknod "/in/special/char-null" failed: Operation not permitted (1)',
+             'file has vanished: "/src/b/also gone"']
+    stream = _runner.Stream(0, str(run_dir / 'part-000001'), 'copying',
+                            ['sh', '-c', 'printf "%s\\n" "$@" >&2; exit 23', 'sh'] + lines, dict(os.environ),
+                            str(run_dir / 'copying.log'))
+    while stream.read():
+        pass
+    stream.finish()
+    out = {'failures': [], 'items': [], 'literal': 0}
+    runner.ended(stream, None, out)
+    assert runner.state['vanished'] == 2 and runner.state['vanished_names'] == ['a/gone', 'b/also gone']
+    assert len(out['failures']) == 1 and 'rsync exit 23' in out['failures'][0], out
