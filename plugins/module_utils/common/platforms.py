@@ -1,0 +1,79 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, bdp.wan_tune contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The support matrix, written here once: its rows (a distribution and version a host can run) and what a role cannot
+do on a row, with why and what would work.  The filter bdp.wan_tune.platform_problem reads it in the roles'
+tasks/set_vars.yml, so a row a role cannot serve is refused before the role changes anything (and in the validation
+play of playbooks/wan_tune.yml, which runs the opt-in roles' plans in check mode before any host changes);
+docs/platforms.md describes it, and tests/unit/plugins/module_utils/test_platforms.py checks the two agree.
+"""
+
+# Enterprise Linux: the rebuilds and Oracle's build report their own ansible_facts.distribution.
+EL = ('RedHat', 'OracleLinux', 'Rocky', 'AlmaLinux')
+
+# (row, the distributions of ansible_facts.distribution, the version): Ubuntu's rows are its LTS releases
+# (distribution_version), the others' their major version (distribution_major_version).
+ROWS = (
+    ('Debian 12', ('Debian',), '12'),
+    ('Debian 13', ('Debian',), '13'),
+    ('Ubuntu 22.04', ('Ubuntu',), '22.04'),
+    ('Ubuntu 24.04', ('Ubuntu',), '24.04'),
+    ('EL 8', EL, '8'),
+    ('EL 9', EL, '9'),
+)
+
+# What a role cannot do on a row: the role, the rows, the variable and the values that need what the row lacks, why,
+# and what would work.  A role absent here serves every row.
+LIMITS = (
+    {'role': 'rsync_daemon', 'rows': ('EL 8',), 'variable': 'rsync_daemon_transport', 'values': ('tls', 'both'),
+     'why': "its rsync is 3.1.3, without rsync-ssl (rsync ships it from 3.2.0), which the TLS daemon's self-check "
+            "on the receiver and its senders run",
+     'works': 'rsync_daemon_transport=plain on a private circuit, a VPN or IPsec, or a Debian or Ubuntu receiver'},
+    {'role': 'rsync_daemon', 'rows': ('EL 9',), 'variable': 'rsync_daemon_transport', 'values': ('tls', 'both'),
+     'why': "its rsync is 3.2.3, whose rsync-ssl has no RSYNC_SSL_KEY (rsync 3.2.4 added it), and the client "
+            "certificates' keys are files of their own, so the self-check and the senders cannot present them",
+     'works': 'rsync_daemon_transport=plain on a private circuit, a VPN or IPsec, or a Debian or Ubuntu receiver'},
+    {'role': 'migrate', 'rows': ('EL 8', 'EL 9'), 'variable': 'migrate_transport', 'values': ('tls',),
+     'why': "the sender's rsync-ssl cannot present its client certificate: EL 8's rsync 3.1.3 has no rsync-ssl, EL 9's "
+            "3.2.3 has no RSYNC_SSL_KEY (rsync 3.2.4 added it)",
+     'works': 'migrate_transport=plain to a plain daemon on a private circuit, a VPN or IPsec, or a Debian or '
+              'Ubuntu sender'},
+)
+
+
+def row(facts):
+    """The row of the support matrix a host is on ('EL 9'), from its ansible_facts; None outside the matrix."""
+    facts = facts if isinstance(facts, dict) else {}
+    distribution = str(facts.get('distribution', ''))
+    for name, distributions, version in ROWS:
+        if distribution not in distributions:
+            continue
+        have = str(facts.get('distribution_version' if distribution == 'Ubuntu' else 'distribution_major_version',
+                             ''))
+        if have == version:
+            return name
+    return None
+
+
+def describe(facts):
+    """'Rocky 8.9 (EL 8)': how a message names a host's platform."""
+    facts = facts if isinstance(facts, dict) else {}
+    text = '%s %s' % (facts.get('distribution', 'an unknown distribution'),
+                      facts.get('distribution_version', facts.get('distribution_major_version', '')))
+    name = row(facts)
+    return text.strip() + (' (%s)' % name if name and name.split()[0] != facts.get('distribution') else '')
+
+
+def problem(role, host, facts, inputs=None):
+    """Why ``role`` refuses ``host`` with these ansible_facts and role inputs ({variable: value}), or None."""
+    inputs = inputs if isinstance(inputs, dict) else {}
+    here = row(facts)
+    for limit in LIMITS:
+        if limit['role'] != role or here not in limit['rows']:
+            continue
+        value = inputs.get(limit['variable'])
+        if value not in limit['values']:
+            continue
+        return ('%s: %s=%s is not supported on %s: %s. What works: %s (docs/platforms.md). Nothing was changed on '
+                'this host.' % (host, limit['variable'], value, describe(facts), limit['why'], limit['works']))
+    return None
