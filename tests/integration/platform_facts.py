@@ -29,14 +29,17 @@ def facts(name):
 
 
 def run_check(tmp_path, playbook, variables):
-    """ansible-playbook --check of ``playbook`` (text) against localhost with ``variables`` as extra variables (among
-    them ansible_facts); (exit code, [(task name, localhost's result)]) from the json callback."""
-    (tmp_path / 'play.yml').write_text(playbook)
+    """ansible-playbook --check of ``playbook`` (its text, or the path of one of the collection's playbooks) against
+    localhost with ``variables`` as extra variables (among them ansible_facts); (exit code, [(play name, task name,
+    localhost's result)]) from the json callback."""
+    path = playbook if playbook.endswith('.yml') else str(tmp_path / 'play.yml')
+    if path != playbook:
+        (tmp_path / 'play.yml').write_text(playbook)
     (tmp_path / 'vars.json').write_text(json.dumps(variables))
     env = dict(ansible_env(), ANSIBLE_STDOUT_CALLBACK='ansible.posix.json', ANSIBLE_CALLBACK_RESULT_FORMAT='json')
-    proc = subprocess.run(['ansible-playbook', '--check', '-c', 'local', '-i', 'localhost,',
-                           str(tmp_path / 'play.yml'), '-e', '@' + str(tmp_path / 'vars.json')],
+    proc = subprocess.run(['ansible-playbook', '--check', '-c', 'local', '-i', 'localhost,', path,
+                           '-e', '@' + str(tmp_path / 'vars.json')],
                           cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     report = json.loads(proc.stdout)
-    return proc.returncode, [(task['task']['name'], task['hosts'].get('localhost', {}))
+    return proc.returncode, [(play['play']['name'], task['task']['name'], task['hosts'].get('localhost', {}))
                              for play in report['plays'] for task in play['tasks']]

@@ -11,8 +11,11 @@ against localhost with the facts as ansible_facts; they change nothing and conne
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
+from labenv import ROOT
 from platform_facts import ROWS, facts, run_check
 
 PLAYBOOK = """
@@ -102,8 +105,8 @@ def test_each_row_plans_its_packages_units_and_sources(tmp_path, name):
     recorded, want = facts(name), EXPECTED[name]
     rc, results = run_check(tmp_path, PLAYBOOK, {'ansible_facts': recorded})
     assert rc == 0, results
-    assert not [task for task, result in results if result.get('changed')], results
-    plan = [result['msg'] for task, result in results if task == 'Show the plan'][0]
+    assert not [task for _play, task, result in results if result.get('changed')], results
+    plan = [result['msg'] for _play, task, result in results if task == 'Show the plan'][0]
     assert plan['row'] == want['row']
     for key in ('packages', 'tls_packages', 'service', 'stunnel'):
         assert plan[key] == want[key], (key, plan)
@@ -125,3 +128,21 @@ def test_each_row_plans_its_packages_units_and_sources(tmp_path, name):
     else:
         assert plan['hpn_ssh_refused'] == '' and plan['hpn_ssh']['source'] == want['hpn_ssh'], plan
         assert plan['hpn_ssh']['manager'] == recorded['pkg_mgr']
+
+
+@pytest.mark.parametrize('name', ['redhat-8', 'rocky-9'])
+def test_an_el_receiver_of_the_tls_daemon_is_refused_in_the_validation_play(tmp_path, name):
+    """playbooks/wan_tune.yml itself, -e rsync_daemon=true: the receiver's platform step runs in the validation play
+    (tasks/plan_opt_in.yml -> roles/rsync_daemon/tasks/plan.yml), so the refusal comes before the tuning play, the
+    first that changes a host, starts."""
+    variables = {'ansible_facts': facts(name), 'rate': '1g', 'rtt': '98', 'rsync_daemon': True,
+                 'wan_tune_become': False,
+                 'rsync_daemon_modules': [{'name': 'data', 'path': '/srv/data', 'hosts_allow': ['198.18.0.2']}]}
+    rc, results = run_check(tmp_path, os.path.join(ROOT, 'playbooks', 'wan_tune.yml'), variables)
+    assert rc != 0
+    failed = [(play, task, result) for play, task, result in results if result.get('failed')]
+    assert len(failed) == 1, failed
+    play, task, result = failed[0]
+    assert play == 'Validate the inputs of every host before any host changes', failed
+    assert 'rsync_daemon_transport' in result['msg'] and 'Nothing was changed on this host.' in result['msg']
+    assert not [task for play, task, result in results if play == 'Tune TCP for long fat networks']
