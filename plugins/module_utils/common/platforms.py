@@ -8,6 +8,8 @@ play of playbooks/wan_tune.yml, which runs the opt-in roles' plans in check mode
 docs/platforms.md describes it, and tests/unit/plugins/module_utils/test_platforms.py checks the two agree.
 """
 
+import re
+
 # Enterprise Linux: the rebuilds and Oracle's build report their own ansible_facts.distribution.
 EL = ('RedHat', 'OracleLinux', 'Rocky', 'AlmaLinux')
 
@@ -77,3 +79,29 @@ def problem(role, host, facts, inputs=None):
         return ('%s: %s=%s is not supported on %s: %s. What works: %s (docs/platforms.md). Nothing was changed on '
                 'this host.' % (host, limit['variable'], value, describe(facts), limit['why'], limit['works']))
     return None
+
+
+# Python on the targets: ansible-core 2.19 runs its modules with Python 3.8 or later.  A path that names its version
+# (python3.6, python2.7, python2) or EL 8's platform-python (3.6) tells; python3, python and auto do not.
+PYTHON_MIN = (3, 8)
+_PYTHON_PATH = re.compile(r'(?:^|/)(?:(?P<platform>platform-python)|python(?P<major>[0-9])(?:\.(?P<minor>[0-9]+))?)$')
+PYTHON_HELP = ('Python %d.%d or later, such as /usr/bin/python3.11 (on EL 8: dnf install python3.11 or python3.12 from '
+               'AppStream; docs/platforms.md)' % PYTHON_MIN)
+
+
+def interpreter_problem(value):
+    """Why ansible_python_interpreter cannot run the collection's modules, when its path says so; None otherwise."""
+    if not isinstance(value, str):
+        return None
+    match = _PYTHON_PATH.search(value.strip())
+    if not match:
+        return None
+    if match.group('platform'):
+        what = "EL 8's platform-python, Python 3.6,"
+    else:
+        major, minor = int(match.group('major')), match.group('minor')
+        if (major, int(minor or 99)) >= PYTHON_MIN or (minor is None and major >= 3):
+            return None
+        what = 'Python %d%s,' % (major, '.' + minor if minor is not None else '')
+    return ('ansible_python_interpreter: %r is %s which cannot run ansible-core 2.19\'s modules; expected %s.'
+            % (value, what, PYTHON_HELP))

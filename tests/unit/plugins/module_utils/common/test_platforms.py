@@ -92,3 +92,14 @@ def test_the_matrix_is_the_same_in_the_docs_and_the_roles_meta():
                           for entry in yaml.safe_load(handle)['galaxy_info']['platforms'])
         for name, (galaxy, version) in GALAXY.items():
             assert version in listed.get(galaxy, []), (role, name)
+
+
+@pytest.mark.parametrize('value, too_old', [
+    ('/usr/libexec/platform-python', True), ('/usr/bin/python3.6', True), ('/usr/bin/python3.7', True),
+    ('python2.7', True), ('/usr/bin/python2', True),
+    ('/usr/bin/python3.8', False), ('/usr/bin/python3.11', False), ('python3.12', False), ('/usr/bin/python3', False),
+    ('/usr/bin/python', False), ('auto', False), ('auto_legacy_silent', False), ('', False), (None, False), (3, False),
+    ('/opt/python3.6/bin/python3.11', False),
+])
+def test_an_interpreter_is_too_old_only_where_its_path_says(value, too_old):
+    assert (platforms.interpreter_problem(value) is not None) == too_old
