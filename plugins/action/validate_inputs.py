@@ -751,6 +751,9 @@ class ActionModule(ActionBase):
         host = task_vars.get('inventory_hostname', '?')
         problems, warnings = name_checks(task_vars, extra_var_names(self._loader))
         if args['names_only']:
+            # verify.yml and migrate.yml check names only; the interpreter too (check_host does it for wan_tune.yml)
+            problems += [problem for problem in [_platforms.interpreter_problem(
+                self._template(task_vars.get('ansible_python_interpreter')))] if problem]
             return dict(result, **outcome(host, problems, 'The variables of host %s in the collection\'s namespaces '
                                                           'are declared.' % host, warnings))
         specs = load_specs()

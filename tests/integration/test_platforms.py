@@ -146,3 +146,19 @@ def test_an_el_receiver_of_the_tls_daemon_is_refused_in_the_validation_play(tmp_
     assert play == 'Validate the inputs of every host before any host changes', failed
     assert 'rsync_daemon_transport' in result['msg'] and 'Nothing was changed on this host.' in result['msg']
     assert not [task for play, task, result in results if play == 'Tune TCP for long fat networks']
+
+
+@pytest.mark.parametrize('playbook', ['wan_tune.yml', 'verify.yml', 'migrate.yml'])
+def test_an_el8_platform_python_is_refused_before_any_host_changes(tmp_path, playbook):
+    """EL 8's platform-python (3.6) cannot run ansible-core 2.19's modules: each playbook's validation play, on the
+    controller, names the variable and what to install; no task runs on the host."""
+    variables = {'rate': '1g', 'rtt': '98', 'ansible_python_interpreter': '/usr/libexec/platform-python'}
+    rc, results = run_check(tmp_path, os.path.join(ROOT, 'playbooks', playbook), variables)
+    assert rc != 0
+    failed = [(play, task, result) for play, task, result in results if result.get('failed')]
+    assert len(failed) == 1, failed
+    assert "ansible_python_interpreter: '/usr/libexec/platform-python' is EL 8's platform-python, Python 3.6, which " \
+           "cannot run ansible-core 2.19's modules; expected Python 3.8 or later, such as /usr/bin/python3.11 (on EL " \
+           "8: dnf install python3.11 or python3.12 from AppStream" in failed[0][2]['msg']
+    assert 'Nothing was changed on any host.' in failed[0][2]['msg']
+    assert [task for _play, task, result in results if result.get('failed')] == [failed[0][1]]
