@@ -757,7 +757,8 @@ class ActionModule(ActionBase):
             return dict(result, **outcome(host, problems, 'The variables of host %s in the collection\'s namespaces '
                                                           'are declared.' % host, warnings))
         specs = load_specs()
-        wanted = set(specs) | set(PLAYBOOK_INPUTS) | {'inventory_hostname', 'ansible_host', 'ansible_python_interpreter'}
+        wanted = set(specs) | set(PLAYBOOK_INPUTS) | {'inventory_hostname', 'ansible_host',
+                                                      'ansible_python_interpreter'}
         variables = {}
         for var in wanted:
             if var not in task_vars:
