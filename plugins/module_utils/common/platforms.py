@@ -1,11 +1,13 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, bdp.wan_tune contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The support matrix, written here once: its rows (a distribution and version a host can run) and what a role cannot
-do on a row, with why and what would work.  The filter bdp.wan_tune.platform_problem reads it in the roles'
-tasks/set_vars.yml, so a row a role cannot serve is refused before the role changes anything (and in the validation
-play of playbooks/wan_tune.yml, which runs the opt-in roles' plans in check mode before any host changes);
-docs/platforms.md describes it, and tests/unit/plugins/module_utils/test_platforms.py checks the two agree.
+"""The support matrix, written here once: its rows (a distribution and version a host can run), what a role cannot
+do on a row (with why and what would work), and the Python a target needs.  The filter bdp.wan_tune.platform_problem
+reads the limits in roles/rsync_daemon/tasks/set_vars.yml and roles/migrate/tasks/platform.yml, so a row a role cannot
+serve is refused before the role changes anything (the rsync daemon's also in the validation play of
+playbooks/wan_tune.yml, through its tasks/plan.yml); the action plugin validate_inputs reads interpreter_problem.
+docs/platforms.md describes it; tests/unit/plugins/module_utils/common/test_platforms.py checks that the docs, README
+and the roles' meta/main.yml name the same rows.
 """
 
 import re
