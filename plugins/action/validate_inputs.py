@@ -35,6 +35,7 @@ from ansible.utils.vars import load_extra_vars
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common import bdp as _bdp
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common import checks as _checks
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common import peers as _peers
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import platforms as _platforms
 from ansible_collections.bdp.wan_tune.plugins.module_utils.mtu import linkmtu as _linkmtu
 from ansible_collections.bdp.wan_tune.plugins.module_utils.nic import settings as _nic
 from ansible_collections.bdp.wan_tune.plugins.module_utils.transfer import hpnssh as _hpnssh
@@ -470,7 +471,9 @@ def check_host(variables, tcp_buffers=True, jumbo_mtu=True, play_peers=None, spe
     """
     specs = specs or load_specs()
     host = variables.get('inventory_hostname')
-    problems = []
+    # the interpreter the modules will run with, where its path tells it is too old (EL 8's platform-python)
+    problems = [problem for problem in [_platforms.interpreter_problem(variables.get('ansible_python_interpreter'))]
+                if problem]
     values, raw, names, given = {}, {}, {}, {}
     for var, value, name, is_set in resolve(variables, specs):
         raw[var], names[var], given[var] = value, name, is_set
@@ -748,10 +751,14 @@ class ActionModule(ActionBase):
         host = task_vars.get('inventory_hostname', '?')
         problems, warnings = name_checks(task_vars, extra_var_names(self._loader))
         if args['names_only']:
+            # verify.yml and migrate.yml check names only; the interpreter too (check_host does it for wan_tune.yml)
+            problems += [problem for problem in [_platforms.interpreter_problem(
+                self._template(task_vars.get('ansible_python_interpreter')))] if problem]
             return dict(result, **outcome(host, problems, 'The variables of host %s in the collection\'s namespaces '
                                                           'are declared.' % host, warnings))
         specs = load_specs()
-        wanted = set(specs) | set(PLAYBOOK_INPUTS) | {'inventory_hostname', 'ansible_host'}
+        wanted = set(specs) | set(PLAYBOOK_INPUTS) | {'inventory_hostname', 'ansible_host',
+                                                      'ansible_python_interpreter'}
         variables = {}
         for var in wanted:
             if var not in task_vars:

@@ -5,9 +5,10 @@
 
 The real package sources (the PPA, the Copr project) cannot be reached from the test machines, and Debian has no
 HPN-SSH package.  So these tests run the role's own tasks - tasks/validate.yml and tasks/plan.yml, through
-include_role - with ansible-playbook --check against localhost, with generated facts passed as ansible_facts
-(-e @facts.json), and read the plan the role made from the json callback.  They change nothing (check mode, and the
-tasks are read-only) and connect to nothing but localhost.  About 15 s.
+include_role - with ansible-playbook --check against localhost, with the recorded facts of the support matrix's rows
+(platform_facts.py; Fedora's generated) passed as ansible_facts (-e @facts.json), and read the plan the role made from
+the json callback.  They change nothing (check mode, and the tasks are read-only) and connect to nothing but
+localhost.  About 15 s.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import sys
 import pytest
 
 from labenv import ROOT, ansible_env
+from platform_facts import facts as recorded, run_check
 
 PLAYBOOK = """
 - hosts: localhost
@@ -37,37 +39,27 @@ PLAYBOOK = """
       ansible.builtin.debug:
         var: __hpn_ssh_plan
 """
+# The rows of the support matrix from their recorded facts (platform_facts.py); Fedora, outside the matrix, generated.
 FACTS = {
-    'ubuntu': {'os_family': 'Debian', 'distribution': 'Ubuntu', 'distribution_version': '24.04',
-               'distribution_major_version': '24', 'pkg_mgr': 'apt'},
+    'ubuntu': recorded('ubuntu-24.04'),
     'fedora': {'os_family': 'RedHat', 'distribution': 'Fedora', 'distribution_version': '41',
                'distribution_major_version': '41', 'pkg_mgr': 'dnf5'},
-    'rocky': {'os_family': 'RedHat', 'distribution': 'Rocky', 'distribution_version': '9.4',
-              'distribution_major_version': '9', 'pkg_mgr': 'dnf'},
-    'debian': {'os_family': 'Debian', 'distribution': 'Debian', 'distribution_version': '12.8',
-               'distribution_major_version': '12', 'pkg_mgr': 'apt'},
+    'rocky': recorded('rocky-9'),
+    'debian': recorded('debian-12'),
 }
 SHA = 'sha256:' + '0' * 64
 
 
 def run(tmp_path, facts, extra=None):
     """ansible-playbook --check with these facts; (exit code, the plan or None, all messages)."""
-    (tmp_path / 'play.yml').write_text(PLAYBOOK)
-    (tmp_path / 'vars.json').write_text(json.dumps(dict(extra or {}, ansible_facts=FACTS[facts])))
-    env = dict(ansible_env(), ANSIBLE_STDOUT_CALLBACK='ansible.posix.json', ANSIBLE_CALLBACK_RESULT_FORMAT='json')
-    proc = subprocess.run(['ansible-playbook', '--check', '-c', 'local', '-i', 'localhost,',
-                           str(tmp_path / 'play.yml'), '-e', '@' + str(tmp_path / 'vars.json')],
-                          cwd=ROOT, env=env, capture_output=True, text=True, check=False)
-    report = json.loads(proc.stdout)
+    rc, results = run_check(tmp_path, PLAYBOOK, dict(extra or {}, ansible_facts=FACTS[facts]))
     plan, messages = None, []
-    for play in report['plays']:
-        for task in play['tasks']:
-            result = task['hosts'].get('localhost', {})
-            messages.append(str(result.get('msg', '')))
-            if '__hpn_ssh_plan' in result:
-                plan = result['__hpn_ssh_plan']
-            assert not result.get('changed'), (task['task']['name'], result)
-    return proc.returncode, plan, ' '.join(messages)
+    for _play, task, result in results:
+        messages.append(str(result.get('msg', '')))
+        if '__hpn_ssh_plan' in result:
+            plan = result['__hpn_ssh_plan']
+        assert not result.get('changed'), (task, result)
+    return rc, plan, ' '.join(messages)
 
 
 def source_tasks(plan):

@@ -1109,3 +1109,21 @@ def test_a_stock_summary_passes_both_checks_as_a_mapping_or_its_json_text():
         assert check(verify_baseline=value) == []
         result = run_action({'inventory_hostname': 'a', 'verify_baseline': value}, args={'role': 'verify'})
         assert result['problems'] == [], result
+
+
+@pytest.mark.parametrize('interpreter, what', [
+    ('/usr/libexec/platform-python', "EL 8's platform-python, Python 3.6,"),
+    ('/usr/bin/python3.6', 'Python 3.6,'),
+    ('/usr/bin/python2', 'Python 2,'),
+])
+def test_an_interpreter_too_old_for_ansible_core_is_refused_with_what_to_install(interpreter, what):
+    problem = only(check(ansible_python_interpreter=interpreter))
+    assert problem == ("ansible_python_interpreter: '%s' is %s which cannot run ansible-core 2.19's modules; expected "
+                       'Python 3.8 or later, such as /usr/bin/python3.11 (on EL 8: dnf install python3.11 or '
+                       'python3.12 from AppStream; docs/platforms.md).' % (interpreter, what))
+
+
+@pytest.mark.parametrize('interpreter', ['/usr/bin/python3.11', '/usr/bin/python3', 'auto', 'auto_silent',
+                                         '/usr/bin/python3.8', '/usr/bin/python'])
+def test_an_interpreter_whose_path_does_not_say_it_is_too_old_passes(interpreter):
+    assert check(ansible_python_interpreter=interpreter) == []
