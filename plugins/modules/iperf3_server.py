@@ -671,6 +671,9 @@ class Server(Guest):
                                       'started.' % port)
                 return
             pid, reason = self.start(path, port, pidfile, logfile, auth)
+            if not pid and self.installed_auth:      # its key goes with it (another port may be tried)
+                shutil.rmtree(self.installed_auth, ignore_errors=True)
+                self.installed_auth = None
             if pid:
                 self.result.update(pid=pid, changed=True)
                 self.result['msg'] = ('iperf3 server (pid %d) listens on port %d for one test; it exits after the '

@@ -223,3 +223,17 @@ def test_wrong_credentials_are_refused(run_module, guest):
                                              'retries': 0, 'auth_src': transferred(guest, json.dumps(client))})
     assert result['rc'] == 1 and result['error_kind'] == iperf3.AUTH and result['measured'] is False
     assert 'refused this test\'s credentials' in result['msg'] and client['password'] not in json.dumps(result)
+
+
+@real
+def test_a_server_that_does_not_start_leaves_no_key(run_module, guest):
+    # nobody may not listen on a port below 1024 (root could, so the module's own bind test passes): iperf3 exits
+    port = next(port for port in range(1000, 1024) if iperf3_server.bind_error(port, '127.0.0.1') is None)
+    pidfile = os.path.join(os.path.dirname(guest['pidfile']), 'iperf3-%d.pid' % port)
+    handle, server_part = iperf3_credentials.make(guest['controller'])
+    result = run_module(iperf3_server.main, {
+        'port': port, 'bind': '127.0.0.1', 'pidfile': pidfile, 'authenticate': True,
+        'auth_src': transferred(guest, server_part)})
+    assert result['rc'] == 1 and 'did not start' in result['msg'], result['msg']
+    assert not os.path.exists(pidfile[:-4] + '.auth')
+    assert not [name for name in os.listdir(guest['remote']) if name.startswith('iperf3.auth')]
