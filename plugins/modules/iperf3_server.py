@@ -259,7 +259,8 @@ LISTEN = tcptable.LISTEN
 ESTABLISHED = tcptable.ESTABLISHED
 PIDFILE_NAME = re.compile(r'^iperf3-(\d+)\.pid$')
 AUTH_DIR_NAME = re.compile(r'^iperf3-(\d+)\.auth$')
-KEY_FILE, USERS_FILE = 'private.pem', 'users.csv'
+KEY_FILE = 'private.pem'
+USERS_FILE = 'users.csv'
 
 
 def default_pid_dir():
