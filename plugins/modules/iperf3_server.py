@@ -23,6 +23,15 @@ description:
   - With O(state=absent), stops the server recorded in the pidfile (all of this module's pidfiles in the pid
     directory when O(port=0) and no O(pidfile)), after checking that the pid is an iperf3 process, and removes the
     pidfile and log.
+  - Run as root, the module starts the server as O(user) (default C(nobody)) through C(setpriv), never as root. The
+    server's pidfile and log are created for that user first (iperf3 cannot create them in the root-owned pid
+    directory).
+  - With O(authenticate=true), only the holder of credentials made for this one test can use the server (iperf3's
+    own authentication - C(--rsa-private-key-path), C(--authorized-users-path)). The action plugin makes an RSA key
+    pair, a user name and a password on the controller, hands the server its part in a file (never as a module
+    argument), and returns RV(credentials), a handle that M(bdp.wan_tune.iperf3_verify) takes to run the test. The
+    server's key and user list live in C(PIDFILE-without-.pid.auth/) (0700, files 0600, owned by O(user)) and are
+    removed with O(state=absent).
   - Reports changed when it starts or stops a server (not for removing the files of one that already exited).
 author:
   - bdp.wan_tune maintainers (@bdp-wan-tune)
@@ -65,6 +74,32 @@ options:
   iperf3_path:
     description: The iperf3 program. Default - C(iperf3) from the PATH.
     type: path
+  user:
+    description:
+      - The user the server runs as when the module runs as root (C(setpriv --reuid --regid --clear-groups)).
+        Ignored when the module does not run as root (the server runs as the module's user).
+      - V(root) keeps the server root, which this collection never does itself.
+    type: str
+    default: nobody
+  authenticate:
+    description:
+      - Only a client with the credentials this task returns (RV(credentials)) can use the server; a stranger's
+        connection is refused (C(test authorization failed)). Needs an iperf3 built with authentication (iperf3
+        3.5 and later from the distributions) and the Python library cryptography on the controller.
+      - iperf3 3.12 ends a one-test server after it refused a stranger, so the peer's test then finds nothing
+        listening and fails; it never measures the stranger's traffic.
+    type: bool
+    default: false
+  credentials:
+    description:
+      - With O(state=absent), the handle RV(credentials) of the server being stopped; its client part is removed
+        from the controller if the test did not use it. Read by the action plugin only.
+    type: str
+  auth_src:
+    description:
+      - Set by the action plugin, never by a task - the file in the task's remote tmp dir that holds the server's
+        key and user list. The module removes it when it has read it.
+    type: path
 extends_documentation_fragment:
   - bdp.wan_tune.attributes.no_diff
   - ansible.builtin.action_common_attributes
@@ -74,6 +109,8 @@ attributes:
 requirements:
   - iperf3 3.1 or later (the C(iperf3) package); 3.11 or later for the idle timeout to end an unused server.
 notes:
+  - No secret is a module argument - the key and user list reach the host in a file the module reads and removes,
+    and the password never reaches the server host at all (the user list holds its SHA-256).
   - The server runs with C(-J), so C(--get-server-output) (which M(bdp.wan_tune.iperf3_verify) passes) returns the
     server's own figures - the sender's congestion window and RTT in reverse tests, and its socket buffers.
   - The firewall of the host must let TCP O(port) in.
@@ -107,6 +144,29 @@ EXAMPLES = r"""
   bdp.wan_tune.iperf3_server:
     bind: 198.18.0.2
     idle_timeout: 600
+
+- name: A server only the sender can use (iperf3's authentication, credentials made for this test)
+  block:
+    - name: Start it on the peer, on the address the sender tests to
+      bdp.wan_tune.iperf3_server:
+        port: 0
+        bind: 198.18.0.2
+        authenticate: true
+      delegate_to: "{{ peer }}"
+      register: iperf3_server
+
+    - name: Measure with the server's credentials
+      bdp.wan_tune.iperf3_verify:
+        server: 198.18.0.2
+        port: "{{ iperf3_server.port }}"
+        credentials: "{{ iperf3_server.credentials }}"
+  always:
+    - name: Stop the server and remove its key
+      bdp.wan_tune.iperf3_server:
+        port: "{{ iperf3_server.port | default(5201) }}"
+        credentials: "{{ iperf3_server.credentials | default(omit) }}"
+        state: absent
+      delegate_to: "{{ peer }}"
 """
 
 RETURN = r"""
@@ -142,6 +202,20 @@ iperf3_version:
   returned: when iperf3 is installed
   type: str
   sample: "3.12"
+credentials:
+  description:
+    - With O(authenticate=true), the handle of this test's client credentials on the controller, for
+      M(bdp.wan_tune.iperf3_verify)'s O(bdp.wan_tune.iperf3_verify#module:credentials). Not a secret - the
+      credentials themselves stay in a 0600 file of Ansible's local tmp dir, removed when they are used and when
+      ansible-playbook ends.
+  returned: when authenticate is true, outside check mode
+  type: str
+  sample: 0f3c6d2a9b8e4f1a7c5d3e2b1a0f9e8d
+user:
+  description: The user the server runs as (null when the module does not run as root).
+  returned: when state is present
+  type: str
+  sample: nobody
 replaced_pid:
   description: A waiting server from an earlier run on the same port that was stopped first.
   returned: when one was replaced
@@ -160,19 +234,23 @@ removed:
   returned: when state is absent
   type: list
   elements: str
-  sample: [/run/bdp-wan-tune/iperf3-5201.log]
+  sample: [/run/bdp-wan-tune/iperf3-5201.log, /run/bdp-wan-tune/iperf3-5201.auth]
 """
 
 import errno
 import glob
+import json
 import os
+import pwd
 import re
+import shutil
 import signal
 import socket
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common import checks
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import files
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common import tcptable
 from ansible_collections.bdp.wan_tune.plugins.module_utils.verify import iperf3
 
@@ -180,6 +258,9 @@ PROC = '/proc'
 LISTEN = tcptable.LISTEN
 ESTABLISHED = tcptable.ESTABLISHED
 PIDFILE_NAME = re.compile(r'^iperf3-(\d+)\.pid$')
+AUTH_DIR_NAME = re.compile(r'^iperf3-(\d+)\.auth$')
+KEY_FILE = 'private.pem'
+USERS_FILE = 'users.csv'
 
 
 def default_pid_dir():
@@ -223,8 +304,10 @@ def serving(port):
     return any(state == ESTABLISHED for state, inode in sockets(port))
 
 
-def iperf3_process(pid):
-    """True when ``pid`` is alive, runs iperf3 and belongs to us (or we are root)."""
+def iperf3_process(pid, pidfile=None):
+    """True when ``pid`` is alive, runs iperf3 (with ``-I pidfile`` when given) and belongs to us (or we are root).
+    The pidfile check matters because a server that is not root can rewrite its pidfile: only the server started
+    with that pidfile is ever stopped through it."""
     try:
         with open(os.path.join(PROC, str(pid), 'cmdline'), 'rb') as handle:
             argv = handle.read().split(b'\0')
@@ -233,7 +316,20 @@ def iperf3_process(pid):
         return False
     if not argv or b'iperf3' not in os.path.basename(argv[0]):
         return False
+    if pidfile is not None and pidfile.encode() not in argv:
+        return False
     return os.geteuid() == 0 or owner == os.geteuid()
+
+
+def auth_dir(pidfile):
+    """The directory of the server's key and user list: the pidfile's name with .auth instead of .pid."""
+    return (pidfile[:-4] if pidfile.endswith('.pid') else pidfile) + '.auth'
+
+
+def drop_command(setpriv, account):
+    """The setpriv prefix that runs a command as ``account`` (a pwd entry) with its group only, no new privileges."""
+    return [setpriv, '--reuid=%d' % account.pw_uid, '--regid=%d' % account.pw_gid, '--clear-groups',
+            '--no-new-privs', '--']
 
 
 def read_pid(path):
@@ -285,8 +381,12 @@ class ServerBase(object):
         self.module = module
         self.params = module.params
         self.result = {'changed': False, 'pid': None, 'port': self.params['port']}
+        self.installed_auth = None   # the key directory this call made, removed if the call fails
 
     def fail(self, msg, **extra):
+        """Fail; a server key installed by this call is removed first (the server did not start)."""
+        if self.installed_auth:
+            shutil.rmtree(self.installed_auth, ignore_errors=True)
         self.result.update(extra)
         self.module.fail_json(msg=msg, **self.result)
 
@@ -329,18 +429,27 @@ class ServerBase(object):
         """Stop the server of ``pidfile`` (if it is one) and remove the pidfile and log. Returns the pid or None."""
         pid = read_pid(pidfile)
         stopped = None
-        if pid and iperf3_process(pid):
+        if pid and iperf3_process(pid, pidfile):
             stopped = pid
             if not self.module.check_mode:
                 self.kill(pid)
         if not self.module.check_mode:
-            for path in (pidfile, self.paths_for(pidfile)):
-                try:
-                    os.unlink(path)
-                except (IOError, OSError) as exc:
-                    if exc.errno != errno.ENOENT:
-                        self.fail('Cannot remove %s: %s.' % (path, exc))
+            self.remove_files(pidfile)
         return stopped
+
+    def remove_files(self, pidfile):
+        """Remove the pidfile, the log and the key directory of ``pidfile``'s server."""
+        for path in (pidfile, self.paths_for(pidfile)):
+            try:
+                os.unlink(path)
+            except (IOError, OSError) as exc:
+                if exc.errno != errno.ENOENT:
+                    self.fail('Cannot remove %s: %s.' % (path, exc))
+        if os.path.lexists(auth_dir(pidfile)):
+            try:
+                shutil.rmtree(auth_dir(pidfile))
+            except (IOError, OSError) as exc:
+                self.fail('Cannot remove the server key directory %s: %s.' % (auth_dir(pidfile), exc))
 
     @staticmethod
     def paths_for(pidfile):
@@ -365,11 +474,15 @@ class ServerBase(object):
         if self.params['pidfile'] or self.params['port']:
             pidfiles = [self.paths(self.params['port'])[0]]
         else:
-            pidfiles = sorted(path for path in glob.glob(os.path.join(default_pid_dir(), 'iperf3-*.pid'))
-                              if PIDFILE_NAME.match(os.path.basename(path)))
+            pidfiles = sorted(set(path for path in glob.glob(os.path.join(default_pid_dir(), 'iperf3-*.pid'))
+                                  if PIDFILE_NAME.match(os.path.basename(path))) |
+                              set(path[:-5] + '.pid'
+                                  for path in glob.glob(os.path.join(default_pid_dir(), 'iperf3-*.auth'))
+                                  if AUTH_DIR_NAME.match(os.path.basename(path))))
         stopped, removed = [], []
         for pidfile in pidfiles:
-            removed += [path for path in (pidfile, self.paths_for(pidfile)) if os.path.exists(path)]
+            removed += [path for path in (pidfile, self.paths_for(pidfile), auth_dir(pidfile))
+                        if os.path.lexists(path)]
             pid = self.stop(pidfile)
             match = PIDFILE_NAME.match(os.path.basename(pidfile))
             port = int(match.group(1)) if match else self.params['port']
@@ -385,7 +498,53 @@ class ServerBase(object):
                 if removed else '')
 
 
-class Server(ServerBase):
+class Guest(ServerBase):
+    """What makes the server a guest: the unprivileged user it runs as, and its files (pidfile, log, key and user
+    list) owned by that user."""
+
+    def account(self):
+        """The pwd entry of the user the server runs as, or None when it runs as the module's user."""
+        if os.geteuid() != 0 or self.params['user'] == 'root':
+            return None
+        try:
+            return pwd.getpwnam(self.params['user'])
+        except KeyError:
+            self.fail('user: %r is not a user of this host; give an unprivileged user that exists (the default, '
+                      'nobody, exists on every Linux distribution).' % self.params['user'])
+
+    def take_auth(self):
+        """The server's key and user list from the file the action plugin transferred (removed once read)."""
+        if not self.params['auth_src']:
+            self.fail('authenticate: true needs the credentials the action plugin makes; call the module as '
+                      'bdp.wan_tune.iperf3_server (its action plugin), not through a copy of the module alone.')
+        try:
+            secret = json.loads(files.take_secret(self.params['auth_src']).decode('utf-8'))
+            return secret['private_key'], secret['authorized_users']
+        except (IOError, OSError, ValueError, KeyError, TypeError):
+            self.fail('The credentials file the action plugin transferred could not be read; nothing was started.')
+
+    def install_files(self, pidfile, logfile, auth):
+        """Files the server needs, owned by the user it runs as: the pidfile and log (iperf3 cannot create them in
+        the root-owned pid directory), and the key and user list (0600 from their first byte, in a 0700 dir)."""
+        account = self.account()
+        owner, group = (account.pw_uid, account.pw_gid) if account else (None, None)
+        if account:
+            files.write_atomic(self.module, pidfile, '', mode=0o644, owner=owner, group=group)
+            files.write_atomic(self.module, logfile, '', mode=0o644, owner=owner, group=group)
+        if auth is None:
+            return
+        directory = auth_dir(pidfile)
+        os.mkdir(directory, 0o700)
+        self.installed_auth = directory
+        if account:
+            os.chown(directory, owner, group)
+        files.write_atomic(self.module, os.path.join(directory, KEY_FILE), auth[0], mode=0o600, owner=owner,
+                           group=group)
+        files.write_atomic(self.module, os.path.join(directory, USERS_FILE), auth[1], mode=0o600, owner=owner,
+                           group=group)
+
+
+class Server(Guest):
     """Starting the server (state=present) and the module's call."""
 
     # ------------------------------------------------------------ start
@@ -394,7 +553,7 @@ class Server(ServerBase):
         bind = self.params['bind']
         for port in range(first, last + 1):
             pid = read_pid(self.paths(port)[0])
-            if pid and iperf3_process(pid):
+            if pid and iperf3_process(pid, self.paths(port)[0]):
                 continue                 # another client's server, waiting for its test
             reason = bind_error(port, bind)
             if reason is None:
@@ -408,7 +567,7 @@ class Server(ServerBase):
     def prepare(self, port, pidfile):
         """Deal with an earlier server on this pidfile and make sure the port is free."""
         old = read_pid(pidfile)
-        if old and iperf3_process(old):
+        if old and iperf3_process(old, pidfile):
             if serving(port):
                 self.fail('The iperf3 server on port %d (pid %d, started by this module) is serving a test now. Wait '
                           'for it to finish, or use port: 0 to get a free port.' % (port, old))
@@ -424,13 +583,19 @@ class Server(ServerBase):
             self.fail('Cannot listen on port %d: %s. Give bind an address of this host, or leave it unset to listen '
                       'on all addresses.' % (port, reason))
 
-    def command(self, path, port, pidfile, logfile):
-        argv = [path, '-s', '-1', '-D', '-J', '-p', str(port)]
+    def command(self, path, port, pidfile, logfile, setpriv=None):
+        """The server's command line; ``setpriv`` (its path) runs it as account(), else as the module's user."""
+        account = self.account()
+        argv = drop_command(setpriv or 'setpriv', account) if account else []
+        argv += [path, '-s', '-1', '-D', '-J', '-p', str(port)]
         if self.params['idle_timeout']:
             argv += ['--idle-timeout', str(self.params['idle_timeout'])]
         argv += ['-I', pidfile, '--logfile', logfile]
         if self.params['bind']:
             argv += ['-B', self.params['bind']]
+        if self.params['authenticate']:
+            directory = auth_dir(pidfile)
+            argv += iperf3.server_auth_args(os.path.join(directory, KEY_FILE), os.path.join(directory, USERS_FILE))
         return argv
 
     def log_text(self, logfile):
@@ -441,14 +606,18 @@ class Server(ServerBase):
             return ''
         return ' '.join(text.split())[-400:]
 
-    def start(self, path, port, pidfile, logfile):
+    def start(self, path, port, pidfile, logfile, auth=None):
         """Start the daemon and wait until it listens. Returns (pid, None) or (None, reason)."""
-        for stale in (pidfile, logfile):
-            try:
-                os.unlink(stale)
-            except (IOError, OSError):
-                pass
-        argv = self.command(path, port, pidfile, logfile)
+        self.remove_files(pidfile)
+        self.install_files(pidfile, logfile, auth)
+        setpriv = None
+        if self.account():
+            setpriv = self.module.get_bin_path('setpriv', opt_dirs=['/usr/bin', '/bin'])
+            if not setpriv:
+                self.remove_files(pidfile)
+                self.fail('setpriv (util-linux) is not installed on this host, and the server never runs as root; '
+                          'install util-linux, or set user: root to accept a root server.')
+        argv = self.command(path, port, pidfile, logfile, setpriv)
         self.result['command'] = argv
         rc, out, err = self.module.run_command(argv, environ_update={'LC_ALL': 'C'})
         if rc != 0:
@@ -463,12 +632,12 @@ class Server(ServerBase):
         while time.time() < deadline:
             pid = pid or read_pid(pidfile)
             if pid:
-                if not iperf3_process(pid):
+                if not iperf3_process(pid, pidfile):
                     return None, self.log_text(logfile) or 'the server exited at once'
                 if listening(pid, port):
                     return pid, None
             time.sleep(0.05)
-        if pid and iperf3_process(pid):
+        if pid and iperf3_process(pid, pidfile):
             self.kill(pid)
         return None, ('it did not listen on port %d within %s s%s' % (
             port, self.params['startup_timeout'],
@@ -480,8 +649,14 @@ class Server(ServerBase):
             self.module.warn('iperf3 %s restarts a one-off server after the idle timeout instead of ending it (fixed '
                              'in 3.11); if the test may not run, stop the server with state: absent afterwards.'
                              % self.result['iperf3_version'])
+        if self.params['authenticate'] and path and not iperf3.has_authentication(self.module, path):
+            self.fail('authenticate: true, but %s.' % iperf3.AUTH_HELP)
+        account = self.account()
+        self.result['user'] = account.pw_name if account else None
+        auth = None
         if not self.module.check_mode:
             self.make_pid_dir()
+            auth = self.take_auth() if self.params['authenticate'] else None
         auto = self.params['port'] == 0
         tries = 5 if auto else 1
         reason = None
@@ -496,7 +671,10 @@ class Server(ServerBase):
                 self.result['msg'] = ('Check mode: an iperf3 server for one test would start on port %d; nothing was '
                                       'started.' % port)
                 return
-            pid, reason = self.start(path, port, pidfile, logfile)
+            pid, reason = self.start(path, port, pidfile, logfile, auth)
+            if not pid and self.installed_auth:      # its key goes with it (another port may be tried)
+                shutil.rmtree(self.installed_auth, ignore_errors=True)
+                self.installed_auth = None
             if pid:
                 self.result.update(pid=pid, changed=True)
                 self.result['msg'] = ('iperf3 server (pid %d) listens on port %d for one test; it exits after the '
@@ -542,6 +720,10 @@ def main():
             pidfile=dict(type='path'),
             state=dict(type='str', default='present', choices=['present', 'absent']),
             iperf3_path=dict(type='path'),
+            user=dict(type='str', default='nobody'),
+            authenticate=dict(type='bool', default=False),
+            credentials=dict(type='str'),
+            auth_src=dict(type='path'),
         ),
         supports_check_mode=True,
     )

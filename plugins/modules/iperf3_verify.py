@@ -126,6 +126,19 @@ options:
   iperf3_path:
     description: The iperf3 program. Default - C(iperf3) from the PATH.
     type: path
+  credentials:
+    description:
+      - The handle RV(bdp.wan_tune.iperf3_server#module:credentials) that M(bdp.wan_tune.iperf3_server) returned with
+        O(bdp.wan_tune.iperf3_server#module:authenticate=true), for a server only this test can use. The action
+        plugin takes the credentials on the controller (they serve one test) and hands them to the module in a
+        file; the password reaches iperf3 in its environment (C(IPERF3_PASSWORD)), never in an argument or a log.
+      - Check mode leaves them for the real run.
+    type: str
+  auth_src:
+    description:
+      - Set by the action plugin, never by a task - the file in the task's remote tmp dir that holds the user name,
+        password and public key of O(credentials). The module removes it when it has read it.
+    type: path
 extends_documentation_fragment:
   - bdp.wan_tune.attributes.no_diff
   - ansible.builtin.action_common_attributes
@@ -339,13 +352,18 @@ command:
   sample: [/usr/bin/iperf3, -c, 198.18.0.2, -p, "5201", -t, "10", -O, "2", -P, "1", -J, --get-server-output]
 """
 
+import json
+import os
 import platform
 import random
+import shutil
+import tempfile
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common import bdp
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common import checks
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import files
 from ansible_collections.bdp.wan_tune.plugins.module_utils.tuning import sysctl
 from ansible_collections.bdp.wan_tune.plugins.module_utils.verify import iperf3
 from ansible_collections.bdp.wan_tune.plugins.module_utils.verify import throughput
@@ -523,10 +541,13 @@ class Iperf3Run(object):
         self.result['iperf3_version'] = iperf3.version_string(version)
         return version
 
-    def command(self, path, version):
+    def command(self, path, version, auth=None):
+        """iperf3's command line; ``auth`` is (username, public key path) for a server with authentication."""
         p = self.params
         argv = [path, '-c', self.server, '-p', str(p['port']), '-t', str(p['duration']), '-O', str(p['omit']),
                 '-P', str(p['parallel']), '-J', '--get-server-output']
+        if auth:
+            argv += iperf3.client_auth_args(*auth)
         if p['reverse']:
             argv.append('-R')
         if p['congestion']:
@@ -555,15 +576,45 @@ class Iperf3Run(object):
                     'delegate_to: %s).' % (server, port, error, server, port, server))
         if kind == iperf3.RESOLVE:
             return ('Cannot resolve %s (%s); give its address, or a name this host resolves.' % (server, error))
+        if kind == iperf3.AUTH:
+            return ('The iperf3 server on %s port %d refused this test\'s credentials (%s). Start a new server with '
+                    'authenticate: true for each test and pass its credentials; check that the clocks of both hosts '
+                    'agree within 10 s (iperf3 refuses older credentials).' % (server, port, error))
         if kind == iperf3.CONGESTION:
             return ('iperf3 could not use congestion control %r (%s). Make it available on this host and on %s with '
                     'bdp.wan_tune.tcp_congestion (algorithm: %s), or leave congestion unset to use the default.'
                     % (self.params['congestion'], error, server, self.params['congestion']))
         return 'iperf3 to %s port %d failed: %s' % (server, port, error)
 
+    def take_auth(self, directory):
+        """(username, public key path, password) from the file the action plugin transferred (removed once read);
+        the public key is written 0600 into ``directory``. None without credentials."""
+        if not self.params['auth_src']:
+            return None
+        try:
+            secret = json.loads(files.take_secret(self.params['auth_src']).decode('utf-8'))
+            username, password, public = secret['username'], secret['password'], secret['public_key']
+        except (IOError, OSError, ValueError, KeyError, TypeError):
+            self.fail('The credentials file the action plugin transferred could not be read; nothing was measured.')
+        key = os.path.join(directory, 'public.pem')
+        files.write_atomic(self.module, key, public, mode=0o600)
+        return username, key, password
+
     def run(self, path, version):
-        argv = self.command(path, version)
+        """Run iperf3 (with the credentials, if any, in a private directory removed afterwards)."""
+        directory = tempfile.mkdtemp(prefix='bdp-wan-tune-iperf3-')
+        try:
+            auth = self.take_auth(directory)
+            return self.run_iperf3(path, version, auth)
+        finally:
+            shutil.rmtree(directory, ignore_errors=True)
+
+    def run_iperf3(self, path, version, auth):
+        argv = self.command(path, version, auth[:2] if auth else None)
         self.result['command'] = argv
+        environ = {'LC_ALL': 'C', 'LANG': 'C'}
+        if auth:
+            environ[iperf3.PASSWORD_ENV] = auth[2]
         wrapper = self.module.get_bin_path('timeout')
         limit = self.timeout()
         full = [wrapper, '-k', '5', str(limit)] + argv if wrapper else argv
@@ -574,7 +625,7 @@ class Iperf3Run(object):
         while True:
             attempts += 1
             self.result['attempts'] = attempts
-            rc, out, err = self.module.run_command(full, environ_update={'LC_ALL': 'C', 'LANG': 'C'})
+            rc, out, err = self.module.run_command(full, environ_update=environ)
             if wrapper and rc in TIMEOUT_RCS:
                 self.fail('iperf3 to %s port %d did not finish within %d s and was stopped. The peer may have stopped '
                           'answering mid-test, or a firewall passes the control connection but not the data '
@@ -760,6 +811,8 @@ def main():
             connect_timeout=dict(type='float', default=5),
             timeout=dict(type='int'),
             iperf3_path=dict(type='path'),
+            credentials=dict(type='str'),
+            auth_src=dict(type='path'),
         ),
         supports_check_mode=True,
     )

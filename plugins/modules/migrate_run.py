@@ -21,11 +21,14 @@ description:
   - When O(unit) runs already (a migration of the same sender, receiver and module; or its runner still holds the
     run's lock), nothing is written and nothing is started, and the result says so (RV(running)). Two runs that start
     at once take a lock in O(run_dir), and the second finds the first's unit.
-  - The unit removes the password file when it ends, however it ends (C(ExecStopPost), also after SIGKILL); the
-    runner removes it too.
   - Over TLS, the runner gets its own copy of the sender's client identity (the trust anchor, the certificate and the
     key that C(env) names, copied into O(run_dir), the key 0600 from its first byte), so that a certificate renewed or
     issued anew, or files released by the rsync_daemon role, while the pass runs do not change or cut it.
+  - No key material outlives the unit. The unit removes the password file and the identity's copies when it ends,
+    however it ends (success, failure, a stop, SIGKILL - C(ExecStopPost)); the runner removes the password too. A
+    start that fails at any step removes what it wrote, and every start first removes what an ended run left (one
+    whose C(ExecStopPost) never ran, because the host rebooted or lost power), so removing or re-issuing the
+    sender's identity leaves no copy behind once its last pass ended.
 author:
   - bdp.wan_tune maintainers (@bdp-wan-tune)
 options:
@@ -119,9 +122,27 @@ IDENTITY = (('RSYNC_SSL_CA_CERT', 'tls-ca.crt', 0o644), ('RSYNC_SSL_CERT', 'tls-
             ('RSYNC_SSL_KEY', 'tls-host.key', 0o600))
 
 
+def secret_files(run_dir):
+    """The files of a run that hold key material: the password and the identity's copies. The unit's ExecStopPost=
+    removes them when it ends, however it ends; a start removes what a run that never reached its ExecStopPost= (the
+    host rebooted or lost power) left."""
+    return [os.path.join(run_dir, _runner.PASSWORD)] + [os.path.join(run_dir, name) for var, name, mode in IDENTITY]
+
+
+def remove_secrets(run_dir):
+    """Remove the key material an ended run left in ``run_dir``; the paths removed."""
+    removed = []
+    for path in secret_files(run_dir):
+        if os.path.lexists(path):
+            os.unlink(path)
+            removed.append(path)
+    return removed
+
+
 def own_identity(module, run_dir, env, result):
     """rsync-ssl's environment with the identity's files copied into ``run_dir``: the pass keeps them, whatever the
-    rsync_daemon role renews, re-issues or removes while it runs."""
+    rsync_daemon role renews, re-issues or removes while it runs. They live only as long as the unit
+    (secret_files())."""
     env = dict(env)
     for var, name, mode in IDENTITY:
         if not env.get(var):
@@ -146,29 +167,42 @@ def start(module, params, secret, result):
         if _unit.active(module, params['unit'], run_dir):         # another run started it meanwhile
             result.update(changed=False, started=False, running=True)
             return
-        config = dict(params['config'], run_id='%.6f' % time.time())
-        config['env'] = own_identity(module, run_dir, config.get('env') or {}, result)
-        for name, source, mode in ((RUNNER, _runner, 0o700), ('tree.py', _tree, 0o600),
-                                   ('excludes.py', _excludes, 0o600)):
-            _files.write_atomic(module, os.path.join(run_dir, name), inspect.getsource(source), mode=mode)
-        _files.write_atomic(module, os.path.join(run_dir, _runner.CONFIG), json.dumps(config, indent=1), mode=0o600)
-        password = os.path.join(run_dir, _runner.PASSWORD)
-        _files.write_atomic(module, password, secret.rstrip(b'\n') + b'\n', mode=0o600)
-        # the password goes when the unit ends, however it ends (SIGKILL, a stop, a crash of the runner)
-        argv = [module.get_bin_path('systemd-run', required=True), '--unit=' + params['unit'], '--collect',
-                '--property=CPUAccounting=yes', '--property=ExecStopPost=/bin/rm -f ' + password,
-                '--working-directory=' + run_dir,
-                '--description=bdp.wan_tune migration to %s (%s)' % (params['receiver'], config.get('url')),
-                sys.executable, os.path.join(run_dir, RUNNER), run_dir]
-        rc, out, err = module.run_command(argv)
-        if rc != 0:
-            os.unlink(password)
-            module.fail_json(msg='systemd-run could not start %s (rc %d): %s. Nothing was moved; the password file '
-                             'this run wrote was removed.' % (params['unit'], rc, ' '.join(err.split())[:300]),
-                             **result)
-        result['run_id'] = config['run_id']
+        remove_secrets(run_dir)                 # an ended run's, if its ExecStopPost= never ran (a reboot)
+        started = False
+        try:
+            started = start_unit(module, params, secret, result)
+        finally:
+            if not started:                     # a failure of any step: no key material stays behind
+                remove_secrets(run_dir)
     finally:
         os.close(lock)
+
+
+def start_unit(module, params, secret, result):
+    """Write the run's files and start its unit; True when it started (else fail_json)."""
+    run_dir = params['run_dir']
+    config = dict(params['config'], run_id='%.6f' % time.time())
+    config['env'] = own_identity(module, run_dir, config.get('env') or {}, result)
+    for name, source, mode in ((RUNNER, _runner, 0o700), ('tree.py', _tree, 0o600),
+                               ('excludes.py', _excludes, 0o600)):
+        _files.write_atomic(module, os.path.join(run_dir, name), inspect.getsource(source), mode=mode)
+    _files.write_atomic(module, os.path.join(run_dir, _runner.CONFIG), json.dumps(config, indent=1), mode=0o600)
+    _files.write_atomic(module, os.path.join(run_dir, _runner.PASSWORD), secret.rstrip(b'\n') + b'\n', mode=0o600)
+    # the password and the identity's copies go when the unit ends, however it ends (success, failure, a stop,
+    # SIGKILL, a crash of the runner)
+    argv = [module.get_bin_path('systemd-run', required=True), '--unit=' + params['unit'], '--collect',
+            '--property=CPUAccounting=yes',
+            '--property=ExecStopPost=/bin/rm -f ' + ' '.join(secret_files(run_dir)),
+            '--working-directory=' + run_dir,
+            '--description=bdp.wan_tune migration to %s (%s)' % (params['receiver'], config.get('url')),
+            sys.executable, os.path.join(run_dir, RUNNER), run_dir]
+    rc, out, err = module.run_command(argv)
+    if rc != 0:
+        module.fail_json(msg='systemd-run could not start %s (rc %d): %s. Nothing was moved; the password file and '
+                         'the key copies this run wrote were removed.'
+                         % (params['unit'], rc, ' '.join(err.split())[:300]), **result)
+    result['run_id'] = config['run_id']
+    return True
 
 
 def main():

@@ -11,16 +11,22 @@ version_added: 0.2.0
 description:
   - Connects from the host itself to the daemon at O(host) and O(port) and reads its C(@RSYNCD) greeting.
   - "For every writable module: a file sent with a user of the module's C(auth_users) and that user's password must
-    arrive in the module's path (it is removed afterwards); the same user with a wrong password and a client with no
-    user name and no password must both be refused with C(auth failed), and nothing of theirs may arrive."
-  - "For every read-only module: a write must be refused (C(read only), or C(auth failed) without credentials)."
+    arrive in the module's path. It is the only file the check ever writes into a module: named
+    C(.bdp-wan-tune-verify-<32 hex digits>) at the module's top, removed at once, never in check mode, and never
+    while a transfer into the module runs (an rsync process works in the module's path - a migration's pass): then
+    the same upload runs with C(--dry-run), which proves the user, the password and that the module takes writes,
+    and nothing is written. The same user with a wrong password and a client with no user name and no password must
+    both be refused with C(auth failed) (with C(--dry-run): nothing is written even if they were let in)."
+  - "For every read-only module: a write (C(--dry-run)) must be refused (C(read only), or C(auth failed) without
+    credentials)."
   - "For every module: access from an address of the host that the module's C(hosts allow) lists (not the loopback
     addresses the role adds), connecting to that address, so that the daemon's own reading of C(hosts allow) is
     proven beyond 127.0.0.1 (a listing as its user; with O(tls), a TLS client with a valid certificate bound to that
     address asks for the module and must not be refused by rsyncd's C(hosts allow)). When no address of the host is
     listed, the check is reported as not run (C(passed) null) and the message says that only a listed sender can
     prove it."
-  - Changes nothing that stays; fails with every check that did not pass.
+  - Changes nothing that stays; fails with every check that did not pass. The TLS refusals run with C(--dry-run)
+    too.
   - Takes no password. It reads each user's password from the daemon's own secrets file (O(secrets_path)) on the
     host and hands it to rsync in a 0600 C(--password-file), never in the command line or the module arguments.
 author:
@@ -142,6 +148,10 @@ from ansible_collections.bdp.wan_tune.plugins.module_utils.common import ipnet
 from ansible_collections.bdp.wan_tune.plugins.module_utils.transfer import rsyncd
 from ansible_collections.bdp.wan_tune.plugins.module_utils.transfer import rsynctls
 
+# The refusals, and the write while a transfer into the module runs: rsync checks the user, the password, the
+# identity and "read only" before any file moves, so --dry-run proves them and writes nothing.
+DRY_RUN = ('--dry-run',)
+
 
 def greeting(host, port, timeout):
     """The daemon's first line (@RSYNCD: 32.0 ...), or raise OSError."""
@@ -256,6 +266,26 @@ def unlisted_for_module(item, host, timeout, own, tls):
                       % (source, answer if greeted else 'nothing: ' + answer)}
 
 
+def transfers_in(path, proc='/proc'):
+    """Pids of the rsync processes that work in ``path`` (their working directory or root is in it): a transfer
+    into the module runs (the daemon's child of a migration's pass chdirs, or chroots, into the module)."""
+    path = os.path.realpath(path)
+    found = []
+    for name in os.listdir(proc):
+        if not name.isdigit():
+            continue
+        try:
+            with open(os.path.join(proc, name, 'comm')) as handle:
+                if handle.read().strip() != 'rsync':
+                    continue
+            places = [os.readlink(os.path.join(proc, name, link)) for link in ('cwd', 'root')]
+        except (IOError, OSError):
+            continue
+        if any(place == path or place.startswith(path.rstrip('/') + '/') for place in places if place != '/'):
+            found.append(int(name))
+    return sorted(found)
+
+
 def check_module(module, item, users, host, port, timeout, source, tls=None):
     """The checks of one module: [{check, module, passed, detail}]."""
     checks = []
@@ -275,22 +305,32 @@ def check_module(module, item, users, host, port, timeout, source, tls=None):
 
     if not item.get('read_only', True):
         file_name = '.bdp-wan-tune-verify-%s' % uuid.uuid4().hex
-        rc, out = send(module, source, url(host, port, name, user, file_name), users.get(user), timeout, tls)
-        landed = arrived(file_name)
-        add('authenticated write', rc == 0 and landed,
-            'user %s: rsync exit %d%s%s' % (user, rc, ', the file arrived' if landed else ', the file did not arrive',
-                                            ': ' + out if out else ''))
+        busy = transfers_in(path) if os.path.isdir(path) else []
+        if busy:
+            rc, out = send(module, source, url(host, port, name, user, file_name), users.get(user), timeout, tls,
+                           extra=DRY_RUN)
+            add('authenticated write', rc == 0 and not arrived(file_name),
+                'user %s: rsync --dry-run exit %d%s; nothing was written: a transfer into the module runs (rsync '
+                'pid %s)' % (user, rc, ': ' + out if out else '', ', '.join(str(pid) for pid in busy)))
+        else:
+            rc, out = send(module, source, url(host, port, name, user, file_name), users.get(user), timeout, tls)
+            landed = arrived(file_name)
+            add('authenticated write', rc == 0 and landed,
+                'user %s: rsync exit %d%s%s' % (user, rc, ', the file arrived and was removed' if landed
+                                                else ', the file did not arrive', ': ' + out if out else ''))
         for check, who, password in (('wrong password refused', user, 'wrong-' + uuid.uuid4().hex),
                                      ('anonymous write refused', None, None)):
             file_name = '.bdp-wan-tune-verify-%s' % uuid.uuid4().hex
-            rc, out = send(module, source, url(host, port, name, who, file_name), password, timeout, tls)
+            rc, out = send(module, source, url(host, port, name, who, file_name), password, timeout, tls,
+                           extra=DRY_RUN)
             landed = arrived(file_name)
             add(check, rc != 0 and 'auth failed' in out and not landed,
                 '%s: rsync exit %d%s: %s' % ('user %s' % who if who else 'no user, no password', rc,
                                              ', but the file arrived' if landed else '', out or 'no output'))
     else:
         file_name = '.bdp-wan-tune-verify-%s' % uuid.uuid4().hex
-        rc, out = send(module, source, url(host, port, name, user, file_name), users.get(user), timeout, tls)
+        rc, out = send(module, source, url(host, port, name, user, file_name), users.get(user), timeout, tls,
+                       extra=DRY_RUN)
         landed = arrived(file_name)
         add('read-only module refuses a write', rc != 0 and not landed and ('read only' in out or 'auth failed' in out),
             'rsync exit %d%s: %s' % (rc, ', but the file arrived' if landed else '', out or 'no output'))
@@ -329,7 +369,7 @@ def main():
 
     def upload(target, user, file_name, password, identity):
         return send(module, source, url(params['host'], tls['port'], target, user, file_name), password,
-                    params['timeout'], tls, identity)
+                    params['timeout'], tls, identity, extra=DRY_RUN)
     try:
         with os.fdopen(fd, 'w') as handle:
             handle.write('bdp.wan_tune rsync daemon verification %s\n' % uuid.uuid4().hex)

@@ -51,6 +51,68 @@ USERS_HELP = 'a list of user names or patterns (alice, "*@10.0.0.0/8"), without 
 PORT_HELP = checks.port_help(default=2222, extra=', other than %d (the system OpenSSH)' % SYSTEM_SSH_PORT)
 HOST_KEY_TYPES = ('ed25519', 'rsa', 'ecdsa')
 
+# hpn_ssh_sshd_options: the keywords of sshd_config(5) of OpenSSH 8.0 to 9.9 (with Debian's and Fedora's GSSAPI key
+# exchange), and HPN-SSH's server options (HPN-README); sshd reads keywords without regard to case.  The lines the
+# role writes itself are set through its own variables (a second line would be ignored: sshd keeps the first value),
+# and Match / Include would change the meaning of every line after them.  hpnsshd -t still checks the values.
+SSHD_KEYWORDS = frozenset((
+    'AcceptEnv', 'AddressFamily', 'AllowAgentForwarding', 'AllowStreamLocalForwarding', 'AllowTcpForwarding',
+    'AuthenticationMethods', 'AuthorizedKeysCommand', 'AuthorizedKeysCommandUser', 'AuthorizedPrincipalsCommand',
+    'AuthorizedPrincipalsCommandUser', 'AuthorizedPrincipalsFile', 'Banner', 'CASignatureAlgorithms',
+    'ChannelTimeout', 'ChrootDirectory', 'Ciphers', 'ClientAliveCountMax', 'ClientAliveInterval', 'Compression',
+    'DebianBanner', 'DenyGroups', 'DenyUsers', 'DisableForwarding', 'ExposeAuthInfo', 'FingerprintHash',
+    'ForceCommand', 'GatewayPorts', 'GSSAPIAuthentication', 'GSSAPICleanupCredentials', 'GSSAPIKexAlgorithms',
+    'GSSAPIKeyExchange', 'GSSAPIStoreCredentialsOnRekey', 'GSSAPIStrictAcceptorCheck', 'HostbasedAcceptedAlgorithms',
+    'HostbasedAuthentication', 'HostbasedUsesNameFromPacketOnly', 'HostCertificate', 'HostKeyAgent',
+    'HostKeyAlgorithms', 'IgnoreRhosts', 'IgnoreUserKnownHosts', 'IPQoS', 'KerberosAuthentication',
+    'KerberosGetAFSToken', 'KerberosOrLocalPasswd', 'KerberosTicketCleanup', 'KexAlgorithms', 'ListenAddress',
+    'LoginGraceTime', 'LogLevel', 'LogVerbose', 'MACs', 'MaxAuthTries', 'MaxSessions', 'MaxStartups', 'ModuliFile',
+    'PermitListen', 'PermitOpen', 'PermitTTY', 'PermitTunnel', 'PermitUserEnvironment', 'PermitUserRC',
+    'PerSourceMaxStartups', 'PerSourceNetBlockSize', 'PrintLastLog', 'PrintMotd', 'PubkeyAcceptedAlgorithms',
+    'PubkeyAuthOptions', 'RDomain', 'RekeyLimit', 'RequiredRSASize', 'RevokedKeys', 'SecurityKeyProvider', 'SetEnv',
+    'StreamLocalBindMask', 'StreamLocalBindUnlink', 'StrictModes', 'SyslogFacility', 'TCPKeepAlive',
+    'TrustedUserCAKeys', 'UnusedConnectionTimeout', 'UseDNS', 'UsePAM', 'VersionAddendum', 'X11DisplayOffset',
+    'X11Forwarding', 'X11UseLocalhost', 'XAuthLocation',
+    'HPNDisabled', 'NoneMacEnabled', 'TcpRcvBufPoll',
+))
+# keyword -> how to set it instead (the role writes these lines itself)
+SSHD_ROLE_KEYWORDS = {
+    'Port': 'hpn_ssh_port', 'HostKey': 'hpn_ssh_host_key_types (or hpn_ssh_reuse_host_keys)',
+    'PermitRootLogin': 'hpn_ssh_permit_root_login', 'PasswordAuthentication': 'hpn_ssh_password_authentication',
+    'AllowUsers': 'hpn_ssh_allow_users', 'AllowGroups': 'hpn_ssh_allow_groups', 'NoneEnabled': 'hpn_ssh_none_cipher',
+    'PidFile': 'nothing (the role\'s unit and its PidFile go together)',
+    'KbdInteractiveAuthentication': 'nothing (always no)', 'ChallengeResponseAuthentication': 'nothing (always no)',
+    'PermitEmptyPasswords': 'nothing (always no)', 'PubkeyAuthentication': 'nothing (always yes)',
+    'AuthorizedKeysFile': 'nothing (.ssh/authorized_keys)', 'Subsystem': 'nothing (sftp is internal-sftp)',
+    'Match': 'nothing (a Match block would take in every line after it)',
+    'Include': 'nothing (an included file is not checked by the role)',
+}
+_SSHD_KEYWORDS_LOWER = dict((name.lower(), name) for name in SSHD_KEYWORDS)
+_SSHD_ROLE_LOWER = dict((name.lower(), name) for name in SSHD_ROLE_KEYWORDS)
+SSHD_OPTIONS_HELP = ('a keyword of sshd_config(5) (OpenSSH 8.0 to 9.9) or an HPN-SSH server option (HPNDisabled, '
+                     'NoneMacEnabled, TcpRcvBufPoll), see SSHD_KEYWORDS in plugins/module_utils/transfer/hpnssh.py')
+
+
+def sshd_option_problems(options, var='hpn_ssh_sshd_options'):
+    """One message per key of ``options`` the role cannot write: not a mapping, a keyword sshd does not have, a line
+    the role writes itself, or a value that is not one line of text."""
+    if not isinstance(options, dict):
+        return ['%s: %s is not a mapping of sshd_config keywords to values.' % (var, show_value(options))]
+    problems = []
+    for key in sorted(options, key=str):
+        value, name = options[key], str(key)
+        if name.lower() in _SSHD_ROLE_LOWER:
+            problems.append('%s: %s is written by the role itself; set %s instead.'
+                            % (var, name, SSHD_ROLE_KEYWORDS[_SSHD_ROLE_LOWER[name.lower()]]))
+        elif name.lower() not in _SSHD_KEYWORDS_LOWER:
+            problems.append('%s: %s is not an sshd_config keyword hpnsshd knows; expected %s.'
+                            % (var, show_value(name), SSHD_OPTIONS_HELP))
+        elif isinstance(value, (dict, list, tuple)) or value is None or '\n' in str(value) or not str(value).strip():
+            problems.append('%s.%s: %s is not one line of text; expected the value as sshd_config(5) writes it, '
+                            'such as "20" or "yes".' % (var, name, show_value(value)))
+    return problems
+
+
 SERVER_PROBES = ('HPNDisabled no', 'NoneEnabled no', 'TcpRcvBufPoll yes', 'HPNBufferSize 2048', 'TcpRcvBuf 2048')
 CLIENT_PROBES = ('Fallback no', 'FallbackPort 22', 'NoneEnabled no', 'NoneSwitch no', 'HPNDisabled no')
 # What OpenSSH-derived parsers say about an option they do not apply (servconf.c / readconf.c).
@@ -229,10 +291,7 @@ def check_inputs(values):
             or not all(isinstance(kind, str) and kind in HOST_KEY_TYPES for kind in types)):
         problems.append('hpn_ssh_host_key_types: %s is not usable; expected a non-empty list of %s.'
                         % (show_value(types), ', '.join(HOST_KEY_TYPES)))
-    options = values.get('hpn_ssh_sshd_options', {})
-    if not isinstance(options, dict) or not all(re.match(r'^[A-Za-z][A-Za-z0-9]*$', str(k)) for k in options):
-        problems.append('hpn_ssh_sshd_options: %s is not a mapping of sshd_config keywords to values.'
-                        % show_value(options))
+    problems.extend(sshd_option_problems(values.get('hpn_ssh_sshd_options', {})))
     return problems
 
 
@@ -413,7 +472,8 @@ def server_lines(settings, known):
         elif value == 'yes':
             dropped.append(keyword)
     for keyword, value in sorted((settings.get('extra') or {}).items()):
-        lines.append((str(keyword), str(value)))
+        # YAML reads yes/no as booleans; sshd_config wants the words
+        lines.append((str(keyword), _yes(value) if isinstance(value, bool) else str(value)))
     return lines, dropped
 
 

@@ -16,6 +16,7 @@ iperf3 output seen in the field and handled here:
 * a 0 for max_snd_cwnd / mean_rtt where the local side did not send (reverse mode): None.
 """
 
+import hashlib
 import json
 import math
 import os
@@ -37,10 +38,12 @@ REFUSED = 'refused'
 UNREACHABLE = 'unreachable'
 RESOLVE = 'resolve'
 CONGESTION = 'congestion'
+AUTH = 'auth'
 OTHER = 'other'
 
 _ERROR_KINDS = (
     (BUSY, ('server is busy',)),
+    (AUTH, ('authorization failed',)),
     (RESOLVE, ('name or service not known', 'temporary failure in name resolution', 'nodename nor servname',
                'no address associated', 'unable to resolve')),
     (REFUSED, ('connection refused',)),
@@ -77,6 +80,36 @@ def binary_version(module, path, fail):
              'install iperf3 3.1 or later (the distribution package or https://software.es.net/iperf/).'
              % version_string(version))
     return version
+
+
+def has_authentication(module, path):
+    """Whether the iperf3 at ``path`` was built with its authentication (``--version`` lists "authentication")."""
+    rc, out, err = module.run_command([path, '--version'], environ_update={'LC_ALL': 'C'})
+    return rc == 0 and 'authentication' in (out or '').lower()
+
+
+# iperf3's own authentication (iperf3(1), "--rsa-private-key-path", "--authorized-users-path", "--username"):
+# the server holds the RSA private key and a list of users with the SHA-256 of "{user}password"; the client holds
+# the public key, the user name, and the password in the environment variable IPERF3_PASSWORD.
+PASSWORD_ENV = 'IPERF3_PASSWORD'
+AUTH_HELP = ('the iperf3 on this host was built without authentication (iperf3 --version does not list it); '
+             'install the distribution package (Debian 12 and later, RHEL 8 and later have it)')
+
+
+def authorized_user(username, password):
+    """The server's --authorized-users-path line for ``username`` and ``password`` (user,sha256 of {user}password)."""
+    digest = hashlib.sha256(('{%s}%s' % (username, password)).encode('utf-8')).hexdigest()
+    return '%s,%s\n' % (username, digest)
+
+
+def server_auth_args(private_key_path, users_path):
+    """The server's options for iperf3's authentication."""
+    return ['--rsa-private-key-path', private_key_path, '--authorized-users-path', users_path]
+
+
+def client_auth_args(username, public_key_path):
+    """The client's options for iperf3's authentication (the password goes in PASSWORD_ENV, never in argv)."""
+    return ['--username', username, '--rsa-public-key-path', public_key_path]
 
 
 def parse_version(text):

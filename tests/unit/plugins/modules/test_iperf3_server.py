@@ -12,6 +12,7 @@ test's outcome.
 from __future__ import annotations
 
 import os
+import pwd
 import random
 import shutil
 import signal
@@ -146,16 +147,22 @@ def mocked(monkeypatch, pid_dir):
 
 
 def server(run_module, **args):
+    """The module with user: root unless the test gives one (the tests of the unprivileged server give it)."""
+    args.setdefault('user', 'root')
     return run_module(iperf3_server.main, args)
 
 
 def test_check_mode_starts_nothing(run_module, mocked, pid_dir):
-    result = server(run_module, port=5265, bind='127.0.0.1', idle_timeout=30, _ansible_check_mode=True)
+    result = server(run_module, port=5265, bind='127.0.0.1', idle_timeout=30, _ansible_check_mode=True, user='nobody')
     assert result['rc'] == 0 and result['changed'] is True and result['pid'] is None
     assert result['msg'].startswith('Check mode: an iperf3 server for one test would start on port 5265')
     assert mocked['calls'] == [['/usr/bin/iperf3', '--version']]
     pidfile = str(pid_dir / 'iperf3-5265.pid')
-    assert result['command'] == ['/usr/bin/iperf3', '-s', '-1', '-D', '-J', '-p', '5265', '--idle-timeout', '30',
+    nobody = pwd.getpwnam('nobody')
+    prefix = ['setpriv', '--reuid=%d' % nobody.pw_uid, '--regid=%d' % nobody.pw_gid, '--clear-groups',
+              '--no-new-privs', '--'] if os.geteuid() == 0 else []
+    assert result['user'] == ('nobody' if os.geteuid() == 0 else None)
+    assert result['command'] == prefix + ['/usr/bin/iperf3', '-s', '-1', '-D', '-J', '-p', '5265', '--idle-timeout', '30',
                                  '-I', pidfile, '--logfile', str(pid_dir / 'iperf3-5265.log'), '-B', '127.0.0.1']
     assert not pid_dir.exists()
 
@@ -259,6 +266,7 @@ def started(monkeypatch):
 
 
 def start(run_module, started, **args):
+    args.setdefault('user', 'root')
     result = run_module(iperf3_server.main, args)
     if result.get('pid'):
         started.append(result['pid'])

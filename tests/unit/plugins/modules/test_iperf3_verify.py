@@ -496,7 +496,8 @@ def test_end_to_end_over_loopback(run_module, tmp_path, monkeypatch):
     """iperf3_server starts a one-test server on a free port; iperf3_verify measures against it for real."""
     monkeypatch.setattr(iperf3_server, 'default_pid_dir', lambda: str(tmp_path / 'run'))
     first = random.randrange(40000, 59990)          # a random block, so parallel runs of the suite do not collide
-    started = run_module(iperf3_server.main, {'port': 0, 'port_range': [first, first + 9], 'idle_timeout': 30})
+    started = run_module(iperf3_server.main, {'port': 0, 'port_range': [first, first + 9], 'idle_timeout': 30,
+                                              'user': 'root'})   # the unprivileged server: test_iperf3_guest.py
     assert started['rc'] == 0 and started['changed'] is True, started['msg']
     pid, port = started['pid'], started['port']
     try:

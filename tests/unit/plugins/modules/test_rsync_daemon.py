@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import time
 
 import pytest
 
@@ -155,6 +157,68 @@ def test_check_against_a_real_daemon(paths, daemon, run_module):
     os.chmod(str(other), 0o600)
     wrong = run_module(rsync_daemon_check.main, {'port': daemon, 'modules': modules, 'secrets_path': str(other)})
     assert wrong['failed'] and 'authenticated write [incoming]' in wrong['msg'] and 'auth failed' in wrong['msg']
+
+
+def sends(monkeypatch):
+    """The options of every rsync the check runs (the real send() runs)."""
+    calls = []
+    real = rsync_daemon_check.send
+
+    def recorded(module, source, target, password, timeout, tls=None, identity=None, extra=()):
+        calls.append((target.split('/')[3], list(extra)))
+        return real(module, source, target, password, timeout, tls, identity, extra)
+
+    monkeypatch.setattr(rsync_daemon_check, 'send', recorded)
+    return calls
+
+
+def test_the_refusals_never_write_and_the_write_is_removed_at_once(paths, daemon, run_module, monkeypatch):
+    modules = [{'name': 'incoming', 'path': str(paths / 'incoming'), 'read_only': False, 'auth_users': ['migrate']},
+               {'name': 'pub', 'path': str(paths / 'pub'), 'read_only': True, 'auth_users': []}]
+    calls = sends(monkeypatch)
+    result = run_module(rsync_daemon_check.main, {'port': daemon, 'modules': modules,
+                                                  'secrets_path': str(paths / 'rsyncd.secrets')})
+    assert result['rc'] == 0, result['msg']
+    # one real upload (the authenticated write, into incoming); the wrong password, the anonymous client and the
+    # read-only module's write run with --dry-run
+    assert calls == [('incoming', []), ('incoming', ['--dry-run']), ('incoming', ['--dry-run']),
+                     ('pub', ['--dry-run'])]
+    assert 'the file arrived and was removed' in result['checks'][1]['detail']
+    assert os.listdir(str(paths / 'incoming')) == []
+
+
+def test_no_file_is_written_into_a_module_a_transfer_is_writing(paths, daemon, run_module, monkeypatch, tmp_path):
+    big = tmp_path / 'big'
+    with open(str(big), 'wb') as handle:
+        handle.truncate(64 * 1024 * 1024)
+    password = tmp_path / 'pw'
+    password.write_text(PASSWORD + '\n')
+    os.chmod(str(password), 0o600)
+    # a pass of a migration: rsync at 1 KiB/s, so it runs until the test stops it
+    transfer = subprocess.Popen(['rsync', '--bwlimit=1', '--password-file=%s' % password, str(big),
+                                 'rsync://migrate@127.0.0.1:%d/incoming/big' % daemon],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 30
+        while not rsync_daemon_check.transfers_in(str(paths / 'incoming')) and time.time() < deadline:
+            time.sleep(0.05)
+        busy = rsync_daemon_check.transfers_in(str(paths / 'incoming'))
+        assert busy, 'the daemon never started the transfer'
+        assert transfer.pid not in busy                      # the client works elsewhere; the daemon's child here
+        assert rsync_daemon_check.transfers_in(str(paths / 'pub')) == []
+        calls = sends(monkeypatch)
+        modules = [{'name': 'incoming', 'path': str(paths / 'incoming'), 'read_only': False,
+                    'auth_users': ['migrate']}]
+        result = run_module(rsync_daemon_check.main, {'port': daemon, 'modules': modules,
+                                                      'secrets_path': str(paths / 'rsyncd.secrets')})
+    finally:
+        transfer.kill()
+        transfer.wait()
+    assert result['rc'] == 0, result['msg']
+    assert calls == [('incoming', ['--dry-run'])] * 3
+    write = result['checks'][1]
+    assert write['check'] == 'authenticated write' and write['passed'] is True
+    assert 'nothing was written: a transfer into the module runs' in write['detail']
 
 
 def test_check_without_a_daemon(run_module, paths):

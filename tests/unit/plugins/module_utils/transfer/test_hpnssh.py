@@ -92,7 +92,21 @@ def test_good_inputs_have_no_problems():
                                 'hpn_ssh_firewall': 0, 'hpn_ssh_allow_users': ['xfer', '*@198.18.0.0/15'],
                                 'hpn_ssh_repository': REPO, 'hpn_ssh_source': 'repository',
                                 'hpn_ssh_package_files': [{'url': 'https://h.invalid/a.deb', 'checksum': SHA}],
-                                'hpn_ssh_sshd_options': {'MaxSessions': 20}}) == []
+                                'hpn_ssh_sshd_options': {'MaxSessions': 20, 'clientaliveinterval': '30',
+                                                         'X11Forwarding': False, 'TcpRcvBufPoll': 'yes'}}) == []
+
+
+def test_sshd_options_are_written_as_sshd_reads_them():
+    lines, dropped = hpnssh.server_lines({'port': 2222, 'extra': {'X11Forwarding': False, 'MaxSessions': 20}}, set())
+    assert ('X11Forwarding', 'no') in lines and ('MaxSessions', '20') in lines
+
+
+def test_the_documented_keywords_and_the_roles_own_lines_do_not_overlap():
+    lower = {name.lower() for name in hpnssh.SSHD_KEYWORDS}
+    assert not lower & {name.lower() for name in hpnssh.SSHD_ROLE_KEYWORDS}
+    written, dummy = hpnssh.server_lines({'port': 2222, 'host_keys': ['/k'], 'allow_users': ['a'],
+                                          'allow_groups': ['g']}, {'NoneEnabled'})
+    assert {keyword.lower() for keyword, value in written} <= {name.lower() for name in hpnssh.SSHD_ROLE_KEYWORDS}
 
 
 @pytest.mark.parametrize('values, words', [
@@ -123,7 +137,18 @@ def test_good_inputs_have_no_problems():
     ({'hpn_ssh_allow_groups': ['a b']}, ["hpn_ssh_allow_groups[0]: 'a b'"]),
     ({'hpn_ssh_permit_root_login': 'yes'}, ["hpn_ssh_permit_root_login: 'yes'", 'never written']),
     ({'hpn_ssh_host_key_types': ['dsa']}, ['hpn_ssh_host_key_types']),
-    ({'hpn_ssh_sshd_options': {'Bad Key': 1}}, ['hpn_ssh_sshd_options']),
+    ({'hpn_ssh_sshd_options': {'Bad Key': 1}}, ["hpn_ssh_sshd_options: 'Bad Key' is not an sshd_config keyword",
+                                                 'HPNDisabled']),
+    ({'hpn_ssh_sshd_options': {'NoSuchOption': 'yes'}}, ["hpn_ssh_sshd_options: 'NoSuchOption' is not an sshd_config "
+                                                         'keyword hpnsshd knows', 'OpenSSH 8.0 to 9.9']),
+    ({'hpn_ssh_sshd_options': {'passwordauthentication': 'yes'}},
+     ['hpn_ssh_sshd_options: passwordauthentication is written by the role itself',
+      'set hpn_ssh_password_authentication instead']),
+    ({'hpn_ssh_sshd_options': {'Match': 'User x'}}, ['Match is written by the role itself', 'Match block']),
+    ({'hpn_ssh_sshd_options': {'Banner': '/etc/issue\nPermitRootLogin yes'}},
+     ['hpn_ssh_sshd_options.Banner:', 'is not one line of text']),
+    ({'hpn_ssh_sshd_options': {'MaxStartups': ['10', '20']}}, ['hpn_ssh_sshd_options.MaxStartups:']),
+    ({'hpn_ssh_sshd_options': 'MaxSessions=20'}, ["hpn_ssh_sshd_options: 'MaxSessions=20' is not a mapping"]),
 ])
 def test_bad_inputs_name_the_variable_the_value_and_what_is_accepted(values, words):
     problems = hpnssh.check_inputs(values)
