@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, bdp.wan_tune contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The commands and files of docs/migration.md and docs/rollout.md work when pasted.
+"""The commands and files of docs/migration.md, docs/rollout.md and docs/lab.md work when pasted.
 
 The rule: a fenced block with a language claims to be pasted; a block without one (output, a formula) does not.
 - every ```yaml block parses (Ansible's loader: ``!vault`` is a value), and its top-level keys are variables the
@@ -9,8 +9,8 @@ The rule: a fenced block with a language claims to be pasted; a block without on
 - every ```ini block is an inventory Ansible reads, with at least one host;
 - every ```sh block parses with ``bash -n``;
 - every ``ansible-playbook`` command of a sh block runs with ``--syntax-check`` added, as written otherwise, in a
-  scratch directory holding the page's ``# inventory.ini`` block above it (the collection on the collections path,
-  ``playbooks/`` of the checkout beside it);
+  scratch directory holding the page's last inventory above it (an ini block whose first line is ``# PATH``, written
+  to PATH) and ``playbooks/`` of the checkout, the collection on the collections path;
 - a sh block whose every command is an offline tool (openssl, mkdir, ansible-vault, shred, ansible-inventory) runs
   whole in a scratch directory, with that inventory and a vault password file: the vaulted CA recipe.
 """
@@ -30,7 +30,7 @@ import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
-PAGES = ('docs/migration.md', 'docs/rollout.md')
+PAGES = ('docs/migration.md', 'docs/rollout.md', 'docs/lab.md')
 FENCE = re.compile(r'^( *)```(\w*)\n(.*?)^\1```[ \t]*$', re.M | re.S)
 OFFLINE = ('openssl', 'mkdir', 'ansible-vault', 'shred', 'ansible-inventory')
 
@@ -57,16 +57,27 @@ def of(language):
 
 
 def commands(script):
-    """The commands of a sh block: continuation lines joined, comments and blank lines left out."""
-    joined = re.sub(r'\\\n', ' ', script)
-    return [line for line in (shlex.split(raw, comments=True) for raw in joined.splitlines()) if line]
+    """The commands of a sh block: continuation lines and quoted strings across lines joined, comments and blank
+    lines left out."""
+    found, pending = [], ''
+    for raw in re.sub(r'\\\n', ' ', script).splitlines():
+        pending += raw + '\n'
+        try:
+            words = shlex.split(pending, comments=True)
+        except ValueError:          # a quotation open across the line's end
+            continue
+        pending = ''
+        if words:
+            found.append(words)
+    assert not pending, 'an unclosed quotation: %s' % pending
+    return found
 
 
 def inventory_above(page, line):
-    """The last ``# inventory.ini`` ini block of the page above the line, or None."""
+    """(path, text) of the page's last ini block above the line whose first line names its path, or None."""
     above = [block for block in BLOCKS if block[0] == page and block[2] == 'ini' and block[1] < line
-             and block[3].startswith('# inventory.ini')]
-    return above[-1][3] if above else None
+             and re.match(r'# [\w./-]+\n', block[3])]
+    return (above[-1][3].split('\n', 1)[0][2:], above[-1][3]) if above else None
 
 
 def declared_variables():
@@ -80,15 +91,17 @@ def declared_variables():
 
 
 def scratch(tmp_path, page, line):
-    """A directory to paste into: the page's inventory.ini above the block, the checkout's playbooks/."""
+    """A directory to paste into: the page's inventory above the block, the checkout's playbooks/."""
     work = tmp_path / 'paste'
     work.mkdir()
-    (work / 'inventory.ini').write_text(inventory_above(page, line) or '[all]\n')
+    path, text = inventory_above(page, line) or ('inventory.ini', '[all]\n')
+    (work / path).parent.mkdir(parents=True, exist_ok=True)
+    (work / path).write_text(text)
     os.symlink(os.path.join(ROOT, 'playbooks'), str(work / 'playbooks'))
     password = tmp_path / 'vault-password'
     password.write_text('docs-test-password\n')
     env = dict(os.environ, PATH=BIN + os.pathsep + os.environ['PATH'], ANSIBLE_VAULT_PASSWORD_FILE=str(password),
-               ANSIBLE_NOCOLOR='1', ANSIBLE_LOCALHOST_WARNING='false')
+               ANSIBLE_NOCOLOR='1', ANSIBLE_LOCALHOST_WARNING='false', ANSIBLE_INVENTORY_UNPARSED_FAILED='1')
     return work, env
 
 
@@ -99,8 +112,8 @@ def test_the_rule_finds_the_blocks():
                  if command[0] == 'ansible-playbook']
     offline = [block for block in BLOCKS if block[2] == 'sh'
                and all(command[0] in OFFLINE for command in commands(block[3]))]
-    assert languages.count('sh') >= 10 and languages.count('yaml') >= 2 and languages.count('ini') >= 2, languages
-    assert len(playbooks) >= 8, playbooks
+    assert languages.count('sh') >= 15 and languages.count('yaml') >= 2 and languages.count('ini') >= 3, languages
+    assert len(playbooks) >= 11, playbooks
     assert [block[:2] for block in offline] == [('docs/migration.md', next(
         block[1] for block in BLOCKS if 'ansible-vault encrypt_string' in block[3]))]
 
