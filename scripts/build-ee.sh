@@ -11,6 +11,13 @@
 # build is skipped. Otherwise podman's layer cache keeps the Python layer unless the wheels changed, so a change of the
 # collection reinstalls only the collection.
 #   FORCE=1 scripts/build-ee.sh      rebuild anyway (podman's layer cache still applies)
+#
+# The same EE for ansible-builder 3 (execution-environment.yml, any EE base image), from a checkout:
+#   scripts/build-ee.sh ansible-builder build -t bdp-wan-tune-ee --build-arg EE_BASE_IMAGE=IMAGE
+#   scripts/build-ee.sh ansible-builder create --context DIR
+# builds the collection's tarball into ee-build/ (bdp-wan_tune-<galaxy.yml's version>.tar.gz, older ones removed),
+# which execution-environment.yml copies into the image, then runs ansible-builder with the rest of the arguments and
+# -f execution-environment.yml. ansible-galaxy and ansible-builder come from PATH (the venv's after scripts/env.sh).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -32,6 +39,24 @@ export CONTAINERS_CONF="${CONTAINERS_CONF:-$ROOT/scripts/containers.conf}"
 
 log() { printf 'build-ee: %s\n' "$*"; }
 die() { printf 'build-ee: %s\n' "$*" >&2; exit 1; }
+
+# --- ansible-builder's path: ee-build/ first, then ansible-builder --------------------------------------------------
+if [ "${1:-}" = "ansible-builder" ]; then
+    shift
+    [ "$#" -gt 0 ] || die "usage: scripts/build-ee.sh ansible-builder create|build [ARGS...]"
+    for tool in ansible-galaxy ansible-builder; do
+        command -v "$tool" >/dev/null 2>&1 || die "$tool is not on PATH (. scripts/env.sh after make setup)"
+    done
+    mkdir -p "$ROOT/ee-build"
+    rm -f "$ROOT"/ee-build/bdp-wan_tune-*.tar.gz
+    if ! out="$(ansible-galaxy collection build --output-path "$ROOT/ee-build" "$ROOT" 2>&1)"; then
+        printf '%s\n' "$out" >&2
+        die "ansible-galaxy collection build failed"
+    fi
+    log "ee-build/: $(cd "$ROOT/ee-build" && ls bdp-wan_tune-*.tar.gz)"
+    cd "$ROOT"
+    exec ansible-builder "$@" -f execution-environment.yml
+fi
 
 [ -x "$PY" ] || die "no venv at $VENV: run make setup"
 command -v podman >/dev/null 2>&1 || die "podman is not installed: run make setup"

@@ -94,6 +94,9 @@ def test_an_error_pair_does_not_stop_the_others_and_fails_after_the_report(tmp_p
     second = [name for name in runs if name.endswith('-second.json')]
     assert len(runs) == 2 and len(second) == 1
     assert json.loads((tmp_path / 'report' / second[0]).read_text())['hosts'] is None
+    # the report's files are the controller's: written, and no change of the host in whose name they are written
+    assert 'changed: [h1 -> localhost]' not in proc.stdout
+    assert 'ok: [h1 -> localhost] => (item=%s)' % (tmp_path / 'report' / 'report.html') in proc.stdout
     surveys = survey_blocks(proc.stdout)
     assert len(surveys) == 2 and all('ok: [' not in block and 'skipping: [h1]' in block for block in surveys)
 
