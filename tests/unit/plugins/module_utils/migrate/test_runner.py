@@ -24,6 +24,7 @@ import tempfile
 import time
 
 import pytest
+from waiting import until
 
 from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import plan as _plan
 from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import runner as _runner
@@ -503,6 +504,66 @@ def test_an_rsync_that_ended_on_its_own_before_the_new_limit_reached_it_finished
         rsync.finish()
         assert rsync.restarted is restarted, argv
         assert rsync.figures()['parts'] == (0 if restarted else 1), argv
+
+
+HELD_RSYNC = r"""#!/bin/sh
+# A stand-in rsync: records each call (its pid, whether it copies, its list), runs the real rsync, and after the first
+# copying call leaves a child that holds rsync's output open: that rsync has ended on its own (exit 0) and the runner
+# cannot read its end until the child goes (the SIGTERM a new limit sends to the rsync's process group).
+list=
+for arg; do case $arg in --files-from=*) list=${arg#--files-from=};; esac; done
+case " $* " in *" --info=progress2,stats2 "*) kind=copying;; *) kind=other;; esac
+printf '%s %s %s\n' "$$" "$kind" "$list" >> "$(dirname "$0")/calls"
+rsync "$@"
+rc=$?
+if [ "$kind" = copying ] && mkdir "$(dirname "$0")/held" 2>/dev/null; then
+    sleep 300 &
+    echo $! > "$(dirname "$0")/held/pid"
+fi
+exit $rc
+"""
+
+
+def zombie(pid):
+    """Whether ``pid`` has ended and its parent has not read its end yet."""
+    try:
+        with open('/proc/%d/stat' % pid) as handle:
+            return handle.read().rsplit(')', 1)[1].split()[0] == 'Z'
+    except OSError:
+        return False
+
+
+def test_a_new_limit_that_comes_after_an_rsync_ended_on_its_own_sends_no_part_twice(tmp_path, daemon):
+    """The race of issue 32 in the runner itself: the first part's rsync has ended by itself (exit 0) when SIGHUP
+    comes, before the runner read its end; its part is done and no rsync is given its list again.  Every copying
+    rsync's list, from a stand-in rsync that records its calls, is a part of the pass, each given once."""
+    port, dest = daemon
+    stand_in = tmp_path / 'bin' / 'rsync'
+    stand_in.parent.mkdir()
+    stand_in.write_text(HELD_RSYNC)
+    stand_in.chmod(0o755)
+    source, run_dir = prepare(tmp_path, port, streams=1, part_files=8, command=[str(stand_in)])
+    proc = subprocess.Popen([sys.executable, RUNNER, str(run_dir)])
+    held = stand_in.parent / 'held' / 'pid'
+    try:
+        first = until(lambda: held.exists() and held.read_text().strip() and int(
+            (stand_in.parent / 'calls').read_text().split()[0]))
+        assert first and until(lambda: zombie(first)), 'the first copying rsync did not end on its own'
+        proc.send_signal(signal.SIGHUP)
+        assert proc.wait(120) == 0, _runner.read_state(str(run_dir))['message']
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if held.exists():
+            subprocess.run(['kill', held.read_text().strip()], check=False, stderr=subprocess.DEVNULL)
+    state = _runner.read_state(str(run_dir))
+    assert len(state['limits']) == 1 and state['verified'] is True, state
+    calls = [line.split() for line in (stand_in.parent / 'calls').read_text().splitlines()]
+    copied = sorted(os.path.basename(call[2]) for call in calls if call[1] == 'copying')
+    assert copied == sorted(parts_of(run_dir)) and len(copied) > 2, copied
+    assert [stream['parts'] for stream in state['streams']] == [len(copied)], state['streams']
+    assert digest(source) == digest(dest / 'sender')
 
 
 def test_a_new_limit_restarts_the_copy_with_it_and_sends_nothing_twice(tmp_path, daemon):
