@@ -125,6 +125,19 @@ def du(path):
     return sum(os.lstat(os.path.join(top, name)).st_size for top, dummy, names in os.walk(str(path)) for name in names)
 
 
+def in_transfer(dest):
+    """The files rsync is receiving under ``dest`` (its temporary files, .NAME.XXXXXX beside NAME): [(path, size)]."""
+    found = []
+    for top, dummy, names in os.walk(str(dest)):
+        for name in names:
+            if name.startswith('.') and len(name.rsplit('.', 1)[-1]) == 6:
+                try:
+                    found.append((os.path.join(top, name), os.lstat(os.path.join(top, name)).st_size))
+                except OSError:
+                    pass                # renamed as it was found: received
+    return found
+
+
 def digest(root):
     out = {}
     for top, dummy, names in os.walk(os.fsencode(str(root))):
@@ -190,15 +203,14 @@ def test_a_run_killed_half_way_is_continued_from_its_partial_file(tmp_path, daem
     source, run_dir = prepare(tmp_path, port, streams=1, bwlimit_bps=8 * 2 * 10 ** 6)     # 2 MB/s: about 2.5 s
     proc = subprocess.Popen([sys.executable, RUNNER, str(run_dir)])
     partial = dest / 'sender' / 'big' / _runner.PARTIAL_DIR / 'one.bin'
-    deadline = time.time() + 30
-    while time.time() < deadline and du(dest) < 10 ** 6:
-        time.sleep(0.1)
+    assert until(lambda: du(dest) >= 10 ** 6, within=120), du(dest)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     # rsync keeps what it received when killed with the partial-dir: the SIGKILL of the runner leaves its rsync
-    # orphaned; the test waits for it the way systemd would kill the unit's cgroup
+    # orphaned; the test kills it the way systemd would kill the unit's cgroup, and the daemon's receiver, finding
+    # its connection gone, moves what it received into the partial-dir
     subprocess.run(['pkill', '-9', '-f', 'files-from=%s' % run_dir], check=False)
-    time.sleep(0.5)
+    assert until(lambda: partial.exists() and not in_transfer(dest)), list(os.walk(str(dest)))
     interrupted = _runner.read_state(str(run_dir))
     assert interrupted['state'] in ('starting', 'copying')
     present = du(dest)
@@ -216,22 +228,23 @@ def test_sigterm_stops_the_streams_and_keeps_the_partial_files(tmp_path, daemon)
     port, dest = daemon
     source, run_dir = prepare(tmp_path, port, streams=1, bwlimit_bps=8 * 10 ** 6)
     proc = subprocess.Popen([sys.executable, RUNNER, str(run_dir)])
-    time.sleep(2.0)
+    # the 4 MB file is on its way (1 MB/s): rsync writes it to a temporary file beside its name
+    assert until(lambda: any(size for dummy, size in in_transfer(dest)), within=120), list(os.walk(str(dest)))
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(30) == 2
     state = _runner.read_state(str(run_dir))
     assert state['state'] == 'stopped' and 'partial files stay' in state['message']
     assert not (run_dir / _runner.PASSWORD).exists()
+    partial = dest / 'sender' / 'big' / _runner.PARTIAL_DIR / 'one.bin'
+    assert until(lambda: partial.exists() and not in_transfer(dest)), list(os.walk(str(dest)))
+    assert 0 < partial.stat().st_size < 4 * 10 ** 6 and not (dest / 'sender' / 'big' / 'one.bin').exists()
 
 
 def test_a_second_runner_of_a_running_migration_leaves_its_files_alone(tmp_path, daemon):
     port, dest = daemon
     source, run_dir = prepare(tmp_path, port, streams=1, bwlimit_bps=8 * 10 ** 6)
     proc = subprocess.Popen([sys.executable, RUNNER, str(run_dir)])
-    deadline = time.time() + 30
-    while time.time() < deadline and not _runner.running(str(run_dir)):
-        time.sleep(0.05)
-    assert _runner.running(str(run_dir))
+    assert until(lambda: _runner.running(str(run_dir)))
     assert run(run_dir) == 3                          # the lock is the first one's: nothing of the run is touched
     assert (run_dir / _runner.PASSWORD).exists() and _runner.read_state(str(run_dir))['runs'] == 1
     proc.send_signal(signal.SIGTERM)
@@ -392,10 +405,7 @@ def test_a_file_gone_from_the_source_after_the_walk_listed_it_is_listed_as_vanis
         (source / ('f%02d' % index)).write_bytes(os.urandom(20000))
     source, run_dir = prepare(tmp_path, port, streams=1, part_files=1, bwlimit_bps=8 * 50 * 1024)
     proc = subprocess.Popen([sys.executable, RUNNER, str(run_dir)])
-    deadline = time.time() + 60
-    while time.time() < deadline and ((_runner.read_state(str(run_dir)) or {}).get('walk') or {}).get(
-            'state') != 'listed':
-        time.sleep(0.05)
+    until(lambda: ((_runner.read_state(str(run_dir)) or {}).get('walk') or {}).get('state') == 'listed')
     state = _runner.read_state(str(run_dir))
     assert state['walk']['state'] == 'listed' and sum(item['parts'] for item in state['streams']) < 11, state
     last = parts_of(run_dir)['part-000012'][0]
@@ -414,10 +424,7 @@ def test_a_file_changed_at_the_source_after_its_copy_is_sent_again_and_counted_a
     source, run_dir = prepare(tmp_path, port, streams=2, bwlimit_bps=2 * 8 * 2 * 10 ** 6)
     proc = subprocess.Popen([sys.executable, RUNNER, str(run_dir)])
     copied = dest / 'sender' / 'top.bin'
-    deadline = time.time() + 30
-    while time.time() < deadline and not copied.exists():
-        time.sleep(0.05)
-    time.sleep(0.2)
+    assert until(copied.exists, within=120)             # rsync renames its temporary file once the copy is whole
     (source / 'top.bin').write_bytes(os.urandom(10 ** 5))
     assert proc.wait(120) == 0, _runner.read_state(str(run_dir))['message']
     state = _runner.read_state(str(run_dir))
@@ -572,9 +579,7 @@ def test_a_new_limit_restarts_the_copy_with_it_and_sends_nothing_twice(tmp_path,
     port, dest = daemon
     source, run_dir = prepare(tmp_path, port, streams=1, bwlimit_bps=8 * 10 ** 6, part_files=8)    # 1 MB/s: 4 s
     proc = subprocess.Popen([sys.executable, RUNNER, str(run_dir)])
-    deadline = time.time() + 30
-    while time.time() < deadline and du(dest) < 10 ** 6:
-        time.sleep(0.1)
+    assert until(lambda: du(dest) >= 10 ** 6, within=120), du(dest)
     config = json.loads((run_dir / _runner.CONFIG).read_text())
     (run_dir / _runner.CONFIG).write_text(json.dumps(dict(config, bwlimit_bps=16 * 10 ** 6)))
     proc.send_signal(signal.SIGHUP)
