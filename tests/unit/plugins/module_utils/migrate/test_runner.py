@@ -513,22 +513,44 @@ def test_an_rsync_that_ended_on_its_own_before_the_new_limit_reached_it_finished
         assert rsync.figures()['parts'] == (0 if restarted else 1), argv
 
 
-HELD_RSYNC = r"""#!/bin/sh
-# A stand-in rsync: records each call (its pid, whether it copies, its list), runs the real rsync, and after the first
-# copying call leaves a child that holds rsync's output open: that rsync has ended on its own (exit 0) and the runner
-# cannot read its end until the child goes (the SIGTERM a new limit sends to the rsync's process group).
+STAND_IN = r"""#!/bin/sh
+# A stand-in rsync: records each call (its pid, its kind, its list) in calls, runs the real rsync, and runs the hook
+# before-KIND or after-KIND of its directory, when there is one, around the first call of that kind.  KIND: copying
+# (the parts), counting (the dry run of the deletes), deleting, proving (the dry run that compares), other.
+dir=$(dirname "$0")
 list=
 for arg; do case $arg in --files-from=*) list=${arg#--files-from=};; esac; done
-case " $* " in *" --info=progress2,stats2 "*) kind=copying;; *) kind=other;; esac
-printf '%s %s %s\n' "$$" "$kind" "$list" >> "$(dirname "$0")/calls"
+case " $* " in *" --dry-run "*) dry=yes;; *) dry=;; esac
+case " $* " in
+    *" --info=progress2,stats2 "*) kind=copying;;
+    *" --delete "*) kind=${dry:+counting}; kind=${kind:-deleting};;
+    *) kind=${dry:+proving}; kind=${kind:-other};;
+esac
+printf '%s %s %s\n' "$$" "$kind" "$list" >> "$dir/calls"
+if [ -x "$dir/before-$kind" ] && mkdir "$dir/before-$kind.ran" 2>/dev/null; then "$dir/before-$kind"; fi
 rsync "$@"
 rc=$?
-if [ "$kind" = copying ] && mkdir "$(dirname "$0")/held" 2>/dev/null; then
-    sleep 300 &
-    echo $! > "$(dirname "$0")/held/pid"
-fi
+if [ -x "$dir/after-$kind" ] && mkdir "$dir/after-$kind.ran" 2>/dev/null; then "$dir/after-$kind"; fi
 exit $rc
 """
+
+
+class StandIn(object):
+    """The stand-in rsync (STAND_IN) in ``directory``, with its hooks {name: shell script}."""
+
+    def __init__(self, directory, **hooks):
+        self.dir = directory
+        directory.mkdir()
+        for name, text in dict(hooks, rsync=STAND_IN).items():
+            (directory / name.replace('_', '-')).write_text('#!/bin/sh\n' + text if name != 'rsync' else text)
+            (directory / name.replace('_', '-')).chmod(0o755)
+        self.command = [str(directory / 'rsync')]
+
+    def calls(self, kind=None):
+        """[(pid, kind, list)] of the calls so far, of ``kind`` only when given."""
+        path = self.dir / 'calls'
+        found = [tuple(line.split(' ', 2)) for line in path.read_text().splitlines()] if path.exists() else []
+        return [call for call in found if kind in (None, call[1])]
 
 
 def zombie(pid):
@@ -540,37 +562,84 @@ def zombie(pid):
         return False
 
 
+def finished(proc, pid_file=None):
+    """After a test with a runner ``proc``: it is gone, and so is the process of ``pid_file``."""
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+    if pid_file and pid_file.exists() and pid_file.read_text().strip():
+        subprocess.run(['kill', pid_file.read_text().strip()], check=False, stderr=subprocess.DEVNULL)
+
+
+def new_limit(run_dir, proc, bps):
+    """migrate_action=limit as the module does it: the limit into the config, SIGHUP to the runner."""
+    config = json.loads((run_dir / _runner.CONFIG).read_text())
+    (run_dir / _runner.CONFIG).write_text(json.dumps(dict(config, bwlimit_bps=bps)))
+    proc.send_signal(signal.SIGHUP)
+
+
 def test_a_new_limit_that_comes_after_an_rsync_ended_on_its_own_sends_no_part_twice(tmp_path, daemon):
     """The race of issue 32 in the runner itself: the first part's rsync has ended by itself (exit 0) when SIGHUP
-    comes, before the runner read its end; its part is done and no rsync is given its list again.  Every copying
-    rsync's list, from a stand-in rsync that records its calls, is a part of the pass, each given once."""
+    comes, before the runner read its end (a child of it holds its output open until the new limit's SIGTERM to its
+    process group); its part is done and no rsync is given its list again.  Every copying rsync's list, from a
+    stand-in rsync that records its calls, is a part of the pass, each given once."""
     port, dest = daemon
-    stand_in = tmp_path / 'bin' / 'rsync'
-    stand_in.parent.mkdir()
-    stand_in.write_text(HELD_RSYNC)
-    stand_in.chmod(0o755)
-    source, run_dir = prepare(tmp_path, port, streams=1, part_files=8, command=[str(stand_in)])
+    rsync = StandIn(tmp_path / 'bin', after_copying='sleep 300 &\necho $! > "$(dirname "$0")/held"\n')
+    source, run_dir = prepare(tmp_path, port, streams=1, part_files=8, command=rsync.command)
     proc = subprocess.Popen([sys.executable, RUNNER, str(run_dir)])
-    held = stand_in.parent / 'held' / 'pid'
     try:
-        first = until(lambda: held.exists() and held.read_text().strip() and int(
-            (stand_in.parent / 'calls').read_text().split()[0]))
-        assert first and until(lambda: zombie(first)), 'the first copying rsync did not end on its own'
-        proc.send_signal(signal.SIGHUP)
+        assert until(lambda: (rsync.dir / 'held').exists()), rsync.calls()
+        first = int(rsync.calls('copying')[0][0])
+        assert until(lambda: zombie(first)), 'the first copying rsync did not end on its own'
+        new_limit(run_dir, proc, 16 * 10 ** 6)
         assert proc.wait(120) == 0, _runner.read_state(str(run_dir))['message']
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        if held.exists():
-            subprocess.run(['kill', held.read_text().strip()], check=False, stderr=subprocess.DEVNULL)
+        finished(proc, rsync.dir / 'held')
     state = _runner.read_state(str(run_dir))
     assert len(state['limits']) == 1 and state['verified'] is True, state
-    calls = [line.split() for line in (stand_in.parent / 'calls').read_text().splitlines()]
-    copied = sorted(os.path.basename(call[2]) for call in calls if call[1] == 'copying')
+    copied = sorted(os.path.basename(call[2]) for call in rsync.calls('copying'))
     assert copied == sorted(parts_of(run_dir)) and len(copied) > 2, copied
     assert [stream['parts'] for stream in state['streams']] == [len(copied)], state['streams']
     assert digest(source) == digest(dest / 'sender')
+
+
+def test_a_new_limit_while_the_proof_runs_stops_nothing(tmp_path, daemon):
+    """SIGHUP restarts only the copying rsyncs: the proof's rsync, held by the stand-in until the runner has taken
+    the new limit (its state shows it), runs on and the pass ends verified, the limit kept for what comes after."""
+    port, dest = daemon
+    rsync = StandIn(tmp_path / 'bin', before_proving='touch "$(dirname "$0")/proving"\n'
+                    'while [ ! -e "$(dirname "$0")/go" ]; do sleep 0.05; done\n')
+    source, run_dir = prepare(tmp_path, port, streams=2, command=rsync.command)
+    proc = subprocess.Popen([sys.executable, RUNNER, str(run_dir)])
+    try:
+        assert until(lambda: (rsync.dir / 'proving').exists()), rsync.calls()
+        new_limit(run_dir, proc, 16 * 10 ** 6)
+        assert until(lambda: (_runner.read_state(str(run_dir)) or {}).get('bwlimit_bps') == 16 * 10 ** 6)
+        (rsync.dir / 'go').touch()
+        assert proc.wait(120) == 0, _runner.read_state(str(run_dir))['message']
+    finally:
+        (rsync.dir / 'go').touch()
+        finished(proc)
+    state = _runner.read_state(str(run_dir))
+    assert state['state'] == 'done' and state['verified'] is True and len(state['limits']) == 1, state
+    proved = sorted(os.path.basename(call[2]) for call in rsync.calls('proving'))
+    assert proved == sorted(parts_of(run_dir)) and digest(source) == digest(dest / 'sender')     # each part once
+
+
+def test_a_file_the_receiver_gets_after_the_deletes_fails_the_proof_of_a_mirror_pass(tmp_path, daemon):
+    """A mirror pass is verified only when the receiver has nothing the source has not: a file that appears at the
+    receiver once the deletes ran (an application still writing there) is found by the proof, and the pass fails."""
+    port, dest = daemon
+    source, run_dir = prepare(tmp_path, port)
+    assert run(run_dir) == 0
+    late = dest / 'sender' / 'late.bin'
+    rsync = StandIn(tmp_path / 'bin', after_deleting='echo late > %s\n' % late)
+    source, run_dir = prepare(tmp_path, port, delete=True, max_delete=10, command=rsync.command)
+    assert run(run_dir) == 1
+    state = _runner.read_state(str(run_dir))
+    assert len(rsync.calls('deleting')) == 1 and late.exists()
+    assert state['state'] == 'failed' and state['verified'] is False and state['extra'] == 1, state
+    assert state['mismatches'] == 0 and state['deleted'] == 0
 
 
 def test_a_new_limit_restarts_the_copy_with_it_and_sends_nothing_twice(tmp_path, daemon):
@@ -580,9 +649,7 @@ def test_a_new_limit_restarts_the_copy_with_it_and_sends_nothing_twice(tmp_path,
     source, run_dir = prepare(tmp_path, port, streams=1, bwlimit_bps=8 * 10 ** 6, part_files=8)    # 1 MB/s: 4 s
     proc = subprocess.Popen([sys.executable, RUNNER, str(run_dir)])
     assert until(lambda: du(dest) >= 10 ** 6, within=120), du(dest)
-    config = json.loads((run_dir / _runner.CONFIG).read_text())
-    (run_dir / _runner.CONFIG).write_text(json.dumps(dict(config, bwlimit_bps=16 * 10 ** 6)))
-    proc.send_signal(signal.SIGHUP)
+    new_limit(run_dir, proc, 16 * 10 ** 6)
     # the state shows the new limit at once (migrate_action=limit and status read it), not at the next interval
     deadline = time.time() + 1.0
     while time.time() < deadline and (_runner.read_state(str(run_dir)) or {}).get('bwlimit_bps') != 16 * 10 ** 6:
