@@ -515,8 +515,9 @@ def test_an_rsync_that_ended_on_its_own_before_the_new_limit_reached_it_finished
 
 STAND_IN = r"""#!/bin/sh
 # A stand-in rsync: records each call (its pid, its kind, its list) in calls, runs the real rsync, and runs the hook
-# before-KIND or after-KIND of its directory, when there is one, around the first call of that kind.  KIND: copying
-# (the parts), counting (the dry run of the deletes), deleting, proving (the dry run that compares), other.
+# before-KIND or after-KIND of its directory, when there is one, around the first call of that kind (a before hook
+# that fails ends the call with its exit code, rsync not run).  KIND: copying (the parts), counting (the dry run of
+# the deletes), deleting, proving (the dry run that compares), other.
 dir=$(dirname "$0")
 list=
 for arg; do case $arg in --files-from=*) list=${arg#--files-from=};; esac; done
@@ -527,7 +528,7 @@ case " $* " in
     *) kind=${dry:+proving}; kind=${kind:-other};;
 esac
 printf '%s %s %s\n' "$$" "$kind" "$list" >> "$dir/calls"
-if [ -x "$dir/before-$kind" ] && mkdir "$dir/before-$kind.ran" 2>/dev/null; then "$dir/before-$kind"; fi
+if [ -x "$dir/before-$kind" ] && mkdir "$dir/before-$kind.ran" 2>/dev/null; then "$dir/before-$kind" || exit $?; fi
 rsync "$@"
 rc=$?
 if [ -x "$dir/after-$kind" ] && mkdir "$dir/after-$kind.ran" 2>/dev/null; then "$dir/after-$kind"; fi
@@ -640,6 +641,18 @@ def test_a_file_the_receiver_gets_after_the_deletes_fails_the_proof_of_a_mirror_
     assert len(rsync.calls('deleting')) == 1 and late.exists()
     assert state['state'] == 'failed' and state['verified'] is False and state['extra'] == 1, state
     assert state['mismatches'] == 0 and state['deleted'] == 0
+
+
+def test_a_stream_that_ends_with_an_rsync_error_fails_the_pass_before_the_proof(tmp_path, daemon):
+    """Exit 1 (rsync's syntax or usage error) of the first copying rsync, as any exit but 0 and 23/24: the pass fails
+    with rsync's words, nothing is proven, and a later part does not make it look done."""
+    port, dest = daemon
+    rsync = StandIn(tmp_path / 'bin', before_copying='echo "rsync: --bogus: unknown option" >&2\nexit 1\n')
+    source, run_dir = prepare(tmp_path, port, streams=1, part_files=8, command=rsync.command)
+    assert run(run_dir) == 1
+    state = _runner.read_state(str(run_dir))
+    assert state['state'] == 'failed' and state['verified'] is None and 'proving' not in state['phases'], state
+    assert 'rsync exit 1' in state['message'] and 'unknown option' in state['message'], state['message']
 
 
 def test_a_new_limit_restarts_the_copy_with_it_and_sends_nothing_twice(tmp_path, daemon):
