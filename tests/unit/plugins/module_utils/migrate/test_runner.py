@@ -589,7 +589,7 @@ def test_a_new_limit_that_comes_after_an_rsync_ended_on_its_own_sends_no_part_tw
     source, run_dir = prepare(tmp_path, port, streams=1, part_files=8, command=rsync.command)
     proc = subprocess.Popen([sys.executable, RUNNER, str(run_dir)])
     try:
-        assert until(lambda: (rsync.dir / 'held').exists()), rsync.calls()
+        assert until((rsync.dir / 'held').exists), rsync.calls()
         first = int(rsync.calls('copying')[0][0])
         assert until(lambda: zombie(first)), 'the first copying rsync did not end on its own'
         new_limit(run_dir, proc, 16 * 10 ** 6)
@@ -613,7 +613,7 @@ def test_a_new_limit_while_the_proof_runs_stops_nothing(tmp_path, daemon):
     source, run_dir = prepare(tmp_path, port, streams=2, command=rsync.command)
     proc = subprocess.Popen([sys.executable, RUNNER, str(run_dir)])
     try:
-        assert until(lambda: (rsync.dir / 'proving').exists()), rsync.calls()
+        assert until((rsync.dir / 'proving').exists), rsync.calls()
         new_limit(run_dir, proc, 16 * 10 ** 6)
         assert until(lambda: (_runner.read_state(str(run_dir)) or {}).get('bwlimit_bps') == 16 * 10 ** 6)
         (rsync.dir / 'go').touch()
