@@ -32,14 +32,15 @@ import json
 import os
 import signal
 import sys
-import time
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'lab'))
+TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path[:0] = [os.path.join(TESTS, 'lab'), TESTS]
 import migrate  # noqa: E402  pylint: disable=wrong-import-position
 import transfer  # noqa: E402  pylint: disable=wrong-import-position
 import wanlab  # noqa: E402  pylint: disable=wrong-import-position
+from waiting import until  # noqa: E402  pylint: disable=wrong-import-position
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason='the lab needs root (namespaces, TUN, podman)')
 NAME = 'bdp-lab-xfer-test'
@@ -66,8 +67,8 @@ def migration_checks(lab, files, workdir):
     run_id = json.loads(transfer.sh(lab, 'A', 'cat %s' % config).stdout)['run_id']
     rc, output = migrate.run(files, reports, {'migrate_action': 'limit', 'migrate_bwlimit': '150m'})
     out['outputs'].append(output)
-    time.sleep(2)
-    state = json.loads(transfer.sh(lab, 'A', 'cat %s' % config.replace('config.json', 'state.json')).stdout)
+    # the runner writes the new limit into its state when it takes the SIGHUP; the last state read when it never does
+    state = state_when(lab, lambda found: found.get('bwlimit_bps') == 150 * 10 ** 6)
     out['limited'] = {'said': 'at most 150 Mbit/s from now on' in output, 'state': state.get('bwlimit_bps'),
                       'config': json.loads(transfer.sh(lab, 'A', 'cat %s' % config).stdout)['bwlimit_bps'],
                       'same_run': state.get('run_id') == run_id, 'phase': state.get('state')}
@@ -87,7 +88,8 @@ def migration_checks(lab, files, workdir):
     # the unit killed with SIGKILL half-way: the next run continues from the partial files
     migrate.wait_for(lab, 200 * 10 ** 6)
     transfer.sh(lab, 'A', 'systemctl kill -s KILL %s' % migrate.unit(lab))
-    time.sleep(2)
+    # ended: its processes gone and its ExecStopPost run (B's receiver keeps what it had when the sender went)
+    assert until(lambda: unit_state(lab) in ('failed', 'inactive'), within=120, every=0.5), unit_state(lab)
     out['held_at_kill'] = migrate.received(lab)
     # the unit's ExecStopPost removes the password file even when its runner could not
     out['password_after_kill'] = transfer.sh(lab, 'A', 'ls %s/*/password 2>/dev/null' % RUN_DIRS,
@@ -120,12 +122,27 @@ def state_of(lab):
         RUN_DIRS, migrate.unit(lab).replace('.service', ''))).stdout)
 
 
+def state_when(lab, condition, within=60):
+    """The runner's state on A once ``condition(state)`` holds; the last one read when it did not within ``within``
+    seconds."""
+    seen = []
+
+    def holds():
+        seen.append(state_of(lab))
+        return condition(seen[-1])
+    until(holds, within=within, every=0.5)
+    return seen[-1]
+
+
+def unit_state(lab):
+    """The migration's unit on A as systemctl is-active says it (active, deactivating, failed, inactive...)."""
+    return transfer.sh(lab, 'A', 'systemctl is-active %s || true' % migrate.unit(lab)).stdout.strip()
+
+
 def until_ended(lab, timeout=120):
     """Wait for the migration's unit on A to end; its runner's state."""
-    deadline = time.time() + timeout
-    while time.time() < deadline and transfer.sh(lab, 'A', 'systemctl is-active --quiet %s' % migrate.unit(lab),
-                                                 check=False).returncode == 0:
-        time.sleep(1)
+    until(lambda: transfer.sh(lab, 'A', 'systemctl is-active --quiet %s' % migrate.unit(lab),
+                              check=False).returncode != 0, within=timeout, every=1)
     return state_of(lab)
 
 

@@ -9,6 +9,9 @@ the same play variables, and this keeps them so when a task is added or a condit
 
 from __future__ import annotations
 
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar, trust_as_template
+
 from wan_tune_playbook import TUNING, VALIDATION, VARIABLE, conditions, expanded, load, play
 
 
@@ -17,7 +20,7 @@ def gate(play_, path):
     for section in ('tasks', 'post_tasks'):
         for task in play_.get(section, []):
             if (task.get('ansible.builtin.include_tasks') or {}).get('file') == path:
-                return str(task['when'])
+                return ' and '.join('(%s)' % condition for condition in conditions(task))
     raise AssertionError('%s is not included' % path)
 
 
@@ -48,18 +51,43 @@ def test_every_task_after_the_tuning_is_under_its_include():
     assert len(tasks) == 6
 
 
-def test_the_include_after_the_tuning_holds_for_an_opt_in_role_alone():
-    # the gate's text, rendered with only one opt-in role asked for, is true: a template of the real expression
-    from ansible.parsing.dataloader import DataLoader
-    from ansible.template import Templar, trust_as_template
+def decide(play_name, path, extra):
+    """What Ansible decides for host h1 of a run with the extra variables ``extra`` (-e ...): whether the include of
+    ``path`` runs (its own condition, evaluated as a conditional with the play's variables) and the names of the
+    tasks of ``path`` whose conditions hold."""
+    play_ = play(play_name)
+    variables = dict(play_['vars'], inventory_hostname='h1', hostvars={'localhost': {}}, ansible_run_tags=['all'],
+                     ansible_skip_tags=[])
+    templar = Templar(loader=DataLoader(), variables=dict(variables, **extra))
 
-    play_ = play()
-    base = dict(play_['vars'], inventory_hostname='h1', hostvars={'localhost': {}})
-    for extra, expected in (({}, False), ({'nic': 'true'}, True), ({'mtu': '9000'}, True),
-                            ({'rsync_daemon_state': 'absent'}, True), ({'hpn_ssh': 'yes'}, True),
-                            ({'wan_tune_canary': 'true'}, False),
-                            ({'wan_tune_canary': 'true', 'hostvars': {'localhost': {'__wan_tune_canary_batch': ['h1']}}},
-                             True),
-                            ({'__wan_tune_rollback_failures': ['bbr: failed']}, True)):
-        templar = Templar(loader=DataLoader(), variables=dict(base, **extra))
-        assert templar.template(trust_as_template('{{ __wan_tune_after | bool }}')) is expected, extra
+    def holds(when):
+        return all(templar.evaluate_conditional(trust_as_template(condition)) for condition in when)
+
+    tasks = [task['name'] for task in load('playbooks', *path.split('/')) if 'when' in task
+             and holds(conditions(task))]
+    return holds([gate(play_, path)]), tasks
+
+
+def check_decisions(play_name, path, cases):
+    """Each case (extra variables, the words of the one task that runs, or None for none): the include runs exactly
+    when one of its tasks would, and that task is the one expected."""
+    for extra, expected in cases:
+        include, tasks = decide(play_name, path, extra)
+        assert include is bool(tasks), (extra, include, tasks)
+        assert len(tasks) == (1 if expected else 0) and all(expected in task for task in tasks), (extra, tasks)
+
+
+def test_the_validation_include_runs_for_each_opt_in_alone_and_not_without_one():
+    # the include's real condition, as Ansible evaluates it: with "and" in place of "or" no opt-in alone runs it
+    check_decisions(VALIDATION, 'tasks/plan_opt_in.yml', (
+        ({}, None), ({'hpn_ssh': 'true'}, 'HPN-SSH'), ({'nic': 'true'}, 'NIC'), ({'rsync_daemon': 'true'}, 'rsync'),
+        ({'nic': 'true', 'nic_state': 'absent'}, None), ({'rsync_daemon': 'true', 'wan_tune_state': 'absent'}, None),
+        ({'hpn_ssh': 'false'}, None)))
+
+
+def test_the_include_after_the_tuning_runs_for_each_opt_in_alone_and_not_without_one():
+    check_decisions(TUNING, 'tasks/after.yml', (
+        ({}, None), ({'nic': 'true'}, 'NIC'), ({'mtu': '9000'}, 'Jumbo'), ({'rsync_daemon_state': 'absent'}, 'rsync'),
+        ({'hpn_ssh': 'yes'}, 'HPN-SSH'), ({'wan_tune_canary': 'true'}, None),
+        ({'wan_tune_canary': 'true', 'hostvars': {'localhost': {'__wan_tune_canary_batch': ['h1']}}}, 'Canary'),
+        ({'__wan_tune_rollback_failures': ['bbr: failed']}, 'rollback failed')))

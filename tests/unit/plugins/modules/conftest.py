@@ -10,7 +10,6 @@ import json
 import os
 import signal
 import sys
-import time
 
 import pytest
 
@@ -18,6 +17,7 @@ from ansible.module_utils import basic
 from ansible.module_utils.common import warnings as module_warnings
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common import commit
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common import files
+from waiting import until
 
 try:
     from ansible.module_utils import _internal as module_internal      # ansible-core 2.19 and later
@@ -97,10 +97,7 @@ class Timers(object):
     def stopped(self, pid, within=10.0):
         """Whether the stand-in ``pid`` is gone within ``within`` seconds: a disarm's SIGTERM is delivered when the
         process next runs, which on a loaded machine is not at once."""
-        deadline = time.time() + within
-        while self.running(pid) and time.time() < deadline:
-            time.sleep(0.05)
-        return not self.running(pid)
+        return until(lambda: not self.running(pid), within)
 
     def left(self):
         """What the run directory holds besides the decision markers (which stay until boot, so that a timer that

@@ -60,7 +60,14 @@ def test_present_check_mode_idempotence_and_secrets(paths, run_module):
     assert not (paths / 'rsyncd.conf').exists() and not (paths / 'rsyncd.secrets').exists()
     assert 'read only = no' in checked['diff'][0]['after']
     assert PASSWORD not in str(checked) and '1 users; its content is not shown' in checked['diff'][1]['after']
-    assert checked['version']['upstream'] and checked['cve']['fixed'] in (True, False)
+    # the installed rsync as the test reads it: this machine's (Debian 12's security update, rsync 3.5.0:
+    # ENVIRONMENT.md) is past 3.4.0, the first upstream release with the fixes, as dpkg orders the versions
+    upstream = subprocess.run(['rsync', '--version'], capture_output=True, text=True, check=True).stdout.split()[2]
+    assert checked['version']['upstream'] == upstream
+    assert subprocess.run(['dpkg', '--compare-versions', upstream, 'ge', '3.4.0'], check=False).returncode == 0, \
+        'this test expects an rsync with the CVE fixes, as on the project\'s machines: %s' % upstream
+    assert checked['cve']['fixed'] is True and checked['cve']['reason'].startswith('upstream %s is ' % upstream)
+    assert not [item for item in checked['warning_msgs'] if 'CVE' in item], checked['warning_msgs']
 
     first = run_module(rsync_daemon_config.main, args(paths))
     assert first['changed'] is True and first['restart_needed'] is True and PASSWORD not in str(first)

@@ -24,6 +24,7 @@ import tempfile
 import time
 
 import pytest
+from waiting import until
 
 from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import plan as _plan
 from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import runner as _runner
@@ -124,6 +125,19 @@ def du(path):
     return sum(os.lstat(os.path.join(top, name)).st_size for top, dummy, names in os.walk(str(path)) for name in names)
 
 
+def in_transfer(dest):
+    """The files rsync is receiving under ``dest`` (its temporary files, .NAME.XXXXXX beside NAME): [(path, size)]."""
+    found = []
+    for top, dummy, names in os.walk(str(dest)):
+        for name in names:
+            if name.startswith('.') and len(name.rsplit('.', 1)[-1]) == 6:
+                try:
+                    found.append((os.path.join(top, name), os.lstat(os.path.join(top, name)).st_size))
+                except OSError:
+                    pass                # renamed as it was found: received
+    return found
+
+
 def digest(root):
     out = {}
     for top, dummy, names in os.walk(os.fsencode(str(root))):
@@ -190,15 +204,14 @@ def test_a_run_killed_half_way_is_continued_from_its_partial_file(tmp_path, daem
     source, run_dir = prepare(tmp_path, port, streams=1, bwlimit_bps=8 * 2 * 10 ** 6)     # 2 MB/s: about 2.5 s
     proc = subprocess.Popen([sys.executable, RUNNER, str(run_dir)])
     partial = dest / 'sender' / 'big' / _runner.PARTIAL_DIR / 'one.bin'
-    deadline = time.time() + 30
-    while time.time() < deadline and du(dest) < 10 ** 6:
-        time.sleep(0.1)
+    assert until(lambda: du(dest) >= 10 ** 6, within=120), du(dest)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     # rsync keeps what it received when killed with the partial-dir: the SIGKILL of the runner leaves its rsync
-    # orphaned; the test waits for it the way systemd would kill the unit's cgroup
+    # orphaned; the test kills it the way systemd would kill the unit's cgroup, and the daemon's receiver, finding
+    # its connection gone, moves what it received into the partial-dir
     subprocess.run(['pkill', '-9', '-f', 'files-from=%s' % run_dir], check=False)
-    time.sleep(0.5)
+    assert until(lambda: partial.exists() and not in_transfer(dest)), list(os.walk(str(dest)))
     interrupted = _runner.read_state(str(run_dir))
     assert interrupted['state'] in ('starting', 'copying')
     present = du(dest)
@@ -216,22 +229,23 @@ def test_sigterm_stops_the_streams_and_keeps_the_partial_files(tmp_path, daemon)
     port, dest = daemon
     source, run_dir = prepare(tmp_path, port, streams=1, bwlimit_bps=8 * 10 ** 6)
     proc = subprocess.Popen([sys.executable, RUNNER, str(run_dir)])
-    time.sleep(2.0)
+    # the 4 MB file is on its way (1 MB/s): rsync writes it to a temporary file beside its name
+    assert until(lambda: any(size for dummy, size in in_transfer(dest)), within=120), list(os.walk(str(dest)))
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(30) == 2
     state = _runner.read_state(str(run_dir))
     assert state['state'] == 'stopped' and 'partial files stay' in state['message']
     assert not (run_dir / _runner.PASSWORD).exists()
+    partial = dest / 'sender' / 'big' / _runner.PARTIAL_DIR / 'one.bin'
+    assert until(lambda: partial.exists() and not in_transfer(dest)), list(os.walk(str(dest)))
+    assert 0 < partial.stat().st_size < 4 * 10 ** 6 and not (dest / 'sender' / 'big' / 'one.bin').exists()
 
 
 def test_a_second_runner_of_a_running_migration_leaves_its_files_alone(tmp_path, daemon):
     port, dest = daemon
     source, run_dir = prepare(tmp_path, port, streams=1, bwlimit_bps=8 * 10 ** 6)
     proc = subprocess.Popen([sys.executable, RUNNER, str(run_dir)])
-    deadline = time.time() + 30
-    while time.time() < deadline and not _runner.running(str(run_dir)):
-        time.sleep(0.05)
-    assert _runner.running(str(run_dir))
+    assert until(lambda: _runner.running(str(run_dir)))
     assert run(run_dir) == 3                          # the lock is the first one's: nothing of the run is touched
     assert (run_dir / _runner.PASSWORD).exists() and _runner.read_state(str(run_dir))['runs'] == 1
     proc.send_signal(signal.SIGTERM)
@@ -396,10 +410,7 @@ def test_a_file_gone_from_the_source_after_the_walk_listed_it_is_listed_as_vanis
         (source / ('f%02d' % index)).write_bytes(os.urandom(20000))
     source, run_dir = prepare(tmp_path, port, streams=1, part_files=1, bwlimit_bps=8 * 50 * 1024)
     proc = subprocess.Popen([sys.executable, RUNNER, str(run_dir)])
-    deadline = time.time() + 60
-    while time.time() < deadline and ((_runner.read_state(str(run_dir)) or {}).get('walk') or {}).get(
-            'state') != 'listed':
-        time.sleep(0.05)
+    until(lambda: ((_runner.read_state(str(run_dir)) or {}).get('walk') or {}).get('state') == 'listed')
     state = _runner.read_state(str(run_dir))
     assert state['walk']['state'] == 'listed' and sum(item['parts'] for item in state['streams']) < 11, state
     last = parts_of(run_dir)['part-000012'][0]
@@ -418,10 +429,7 @@ def test_a_file_changed_at_the_source_after_its_copy_is_sent_again_and_counted_a
     source, run_dir = prepare(tmp_path, port, streams=2, bwlimit_bps=2 * 8 * 2 * 10 ** 6)
     proc = subprocess.Popen([sys.executable, RUNNER, str(run_dir)])
     copied = dest / 'sender' / 'top.bin'
-    deadline = time.time() + 30
-    while time.time() < deadline and not copied.exists():
-        time.sleep(0.05)
-    time.sleep(0.2)
+    assert until(copied.exists, within=120)             # rsync renames its temporary file once the copy is whole
     (source / 'top.bin').write_bytes(os.urandom(10 ** 5))
     assert proc.wait(120) == 0, _runner.read_state(str(run_dir))['message']
     state = _runner.read_state(str(run_dir))
@@ -510,18 +518,156 @@ def test_an_rsync_that_ended_on_its_own_before_the_new_limit_reached_it_finished
         assert rsync.figures()['parts'] == (0 if restarted else 1), argv
 
 
+STAND_IN = r"""#!/bin/sh
+# A stand-in rsync: records each call (its pid, its kind, its list) in calls, runs the real rsync, and runs the hook
+# before-KIND or after-KIND of its directory, when there is one, around the first call of that kind (a before hook
+# that fails ends the call with its exit code, rsync not run).  KIND: copying (the parts), counting (the dry run of
+# the deletes), deleting, proving (the dry run that compares), other.
+dir=$(dirname "$0")
+list=
+for arg; do case $arg in --files-from=*) list=${arg#--files-from=};; esac; done
+case " $* " in *" --dry-run "*) dry=yes;; *) dry=;; esac
+case " $* " in
+    *" --info=progress2,stats2 "*) kind=copying;;
+    *" --delete "*) kind=${dry:+counting}; kind=${kind:-deleting};;
+    *) kind=${dry:+proving}; kind=${kind:-other};;
+esac
+printf '%s %s %s\n' "$$" "$kind" "$list" >> "$dir/calls"
+if [ -x "$dir/before-$kind" ] && mkdir "$dir/before-$kind.ran" 2>/dev/null; then "$dir/before-$kind" || exit $?; fi
+rsync "$@"
+rc=$?
+if [ -x "$dir/after-$kind" ] && mkdir "$dir/after-$kind.ran" 2>/dev/null; then "$dir/after-$kind"; fi
+exit $rc
+"""
+
+
+class StandIn(object):
+    """The stand-in rsync (STAND_IN) in ``directory``, with its hooks {name: shell script}."""
+
+    def __init__(self, directory, **hooks):
+        self.dir = directory
+        directory.mkdir()
+        for name, text in dict(hooks, rsync=STAND_IN).items():
+            (directory / name.replace('_', '-')).write_text('#!/bin/sh\n' + text if name != 'rsync' else text)
+            (directory / name.replace('_', '-')).chmod(0o755)
+        self.command = [str(directory / 'rsync')]
+
+    def calls(self, kind=None):
+        """[(pid, kind, list)] of the calls so far, of ``kind`` only when given."""
+        path = self.dir / 'calls'
+        found = [tuple(line.split(' ', 2)) for line in path.read_text().splitlines()] if path.exists() else []
+        return [call for call in found if kind in (None, call[1])]
+
+
+def zombie(pid):
+    """Whether ``pid`` has ended and its parent has not read its end yet."""
+    try:
+        with open('/proc/%d/stat' % pid) as handle:
+            return handle.read().rsplit(')', 1)[1].split()[0] == 'Z'
+    except OSError:
+        return False
+
+
+def finished(proc, pid_file=None):
+    """After a test with a runner ``proc``: it is gone, and so is the process of ``pid_file``."""
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+    if pid_file and pid_file.exists() and pid_file.read_text().strip():
+        subprocess.run(['kill', pid_file.read_text().strip()], check=False, stderr=subprocess.DEVNULL)
+
+
+def new_limit(run_dir, proc, bps):
+    """migrate_action=limit as the module does it: the limit into the config, SIGHUP to the runner."""
+    config = json.loads((run_dir / _runner.CONFIG).read_text())
+    (run_dir / _runner.CONFIG).write_text(json.dumps(dict(config, bwlimit_bps=bps)))
+    proc.send_signal(signal.SIGHUP)
+
+
+def test_a_new_limit_that_comes_after_an_rsync_ended_on_its_own_sends_no_part_twice(tmp_path, daemon):
+    """The race of issue 32 in the runner itself: the first part's rsync has ended by itself (exit 0) when SIGHUP
+    comes, before the runner read its end (a child of it holds its output open until the new limit's SIGTERM to its
+    process group); its part is done and no rsync is given its list again.  Every copying rsync's list, from a
+    stand-in rsync that records its calls, is a part of the pass, each given once."""
+    port, dest = daemon
+    rsync = StandIn(tmp_path / 'bin', after_copying='sleep 300 &\necho $! > "$(dirname "$0")/held"\n')
+    source, run_dir = prepare(tmp_path, port, streams=1, part_files=8, command=rsync.command)
+    proc = subprocess.Popen([sys.executable, RUNNER, str(run_dir)])
+    try:
+        assert until((rsync.dir / 'held').exists), rsync.calls()
+        first = int(rsync.calls('copying')[0][0])
+        assert until(lambda: zombie(first)), 'the first copying rsync did not end on its own'
+        new_limit(run_dir, proc, 16 * 10 ** 6)
+        assert proc.wait(120) == 0, _runner.read_state(str(run_dir))['message']
+    finally:
+        finished(proc, rsync.dir / 'held')
+    state = _runner.read_state(str(run_dir))
+    assert len(state['limits']) == 1 and state['verified'] is True, state
+    copied = sorted(os.path.basename(call[2]) for call in rsync.calls('copying'))
+    assert copied == sorted(parts_of(run_dir)) and len(copied) > 2, copied
+    assert [stream['parts'] for stream in state['streams']] == [len(copied)], state['streams']
+    assert digest(source) == digest(dest / 'sender')
+
+
+def test_a_new_limit_while_the_proof_runs_stops_nothing(tmp_path, daemon):
+    """SIGHUP restarts only the copying rsyncs: the proof's rsync, held by the stand-in until the runner has taken
+    the new limit (its state shows it), runs on and the pass ends verified, the limit kept for what comes after."""
+    port, dest = daemon
+    rsync = StandIn(tmp_path / 'bin', before_proving='touch "$(dirname "$0")/proving"\n'
+                    'while [ ! -e "$(dirname "$0")/go" ]; do sleep 0.05; done\n')
+    source, run_dir = prepare(tmp_path, port, streams=2, command=rsync.command)
+    proc = subprocess.Popen([sys.executable, RUNNER, str(run_dir)])
+    try:
+        assert until((rsync.dir / 'proving').exists), rsync.calls()
+        new_limit(run_dir, proc, 16 * 10 ** 6)
+        assert until(lambda: (_runner.read_state(str(run_dir)) or {}).get('bwlimit_bps') == 16 * 10 ** 6)
+        (rsync.dir / 'go').touch()
+        assert proc.wait(120) == 0, _runner.read_state(str(run_dir))['message']
+    finally:
+        (rsync.dir / 'go').touch()
+        finished(proc)
+    state = _runner.read_state(str(run_dir))
+    assert state['state'] == 'done' and state['verified'] is True and len(state['limits']) == 1, state
+    proved = sorted(os.path.basename(call[2]) for call in rsync.calls('proving'))
+    assert proved == sorted(parts_of(run_dir)) and digest(source) == digest(dest / 'sender')     # each part once
+
+
+def test_a_file_the_receiver_gets_after_the_deletes_fails_the_proof_of_a_mirror_pass(tmp_path, daemon):
+    """A mirror pass is verified only when the receiver has nothing the source has not: a file that appears at the
+    receiver once the deletes ran (an application still writing there) is found by the proof, and the pass fails."""
+    port, dest = daemon
+    source, run_dir = prepare(tmp_path, port)
+    assert run(run_dir) == 0
+    late = dest / 'sender' / 'late.bin'
+    rsync = StandIn(tmp_path / 'bin', after_deleting='echo late > %s\n' % late)
+    source, run_dir = prepare(tmp_path, port, delete=True, max_delete=10, command=rsync.command)
+    assert run(run_dir) == 1
+    state = _runner.read_state(str(run_dir))
+    assert len(rsync.calls('deleting')) == 1 and late.exists()
+    assert state['state'] == 'failed' and state['verified'] is False and state['extra'] == 1, state
+    assert state['mismatches'] == 0 and state['deleted'] == 0
+
+
+def test_a_stream_that_ends_with_an_rsync_error_fails_the_pass_before_the_proof(tmp_path, daemon):
+    """Exit 1 (rsync's syntax or usage error) of the first copying rsync, as any exit but 0 and 23/24: the pass fails
+    with rsync's words, nothing is proven, and a later part does not make it look done."""
+    port, dest = daemon
+    rsync = StandIn(tmp_path / 'bin', before_copying='echo "rsync: --bogus: unknown option" >&2\nexit 1\n')
+    source, run_dir = prepare(tmp_path, port, streams=1, part_files=8, command=rsync.command)
+    assert run(run_dir) == 1
+    state = _runner.read_state(str(run_dir))
+    assert state['state'] == 'failed' and state['verified'] is None and 'proving' not in state['phases'], state
+    assert 'rsync exit 1' in state['message'] and 'unknown option' in state['message'], state['message']
+
+
 def test_a_new_limit_restarts_the_copy_with_it_and_sends_nothing_twice(tmp_path, daemon):
     """migrate_action=limit writes the limit into the config and sends SIGHUP to the runner: its running rsync
     restarts with the new limit and continues from its partial file; the parts done stay done."""
     port, dest = daemon
     source, run_dir = prepare(tmp_path, port, streams=1, bwlimit_bps=8 * 10 ** 6, part_files=8)    # 1 MB/s: 4 s
     proc = subprocess.Popen([sys.executable, RUNNER, str(run_dir)])
-    deadline = time.time() + 30
-    while time.time() < deadline and du(dest) < 10 ** 6:
-        time.sleep(0.1)
-    config = json.loads((run_dir / _runner.CONFIG).read_text())
-    (run_dir / _runner.CONFIG).write_text(json.dumps(dict(config, bwlimit_bps=16 * 10 ** 6)))
-    proc.send_signal(signal.SIGHUP)
+    assert until(lambda: du(dest) >= 10 ** 6, within=120), du(dest)
+    new_limit(run_dir, proc, 16 * 10 ** 6)
     # the state shows the new limit at once (migrate_action=limit and status read it), not at the next interval
     deadline = time.time() + 1.0
     while time.time() < deadline and (_runner.read_state(str(run_dir)) or {}).get('bwlimit_bps') != 16 * 10 ** 6:

@@ -140,8 +140,8 @@ def test_render_config():
                  'read only = yes', 'hosts deny = *', 'secrets file = /etc/rsyncd.secrets', 'auth digest = sha256',
                  '[incoming]', '    path = /srv/incoming', '    comment = drop', '    read only = no',
                  '    auth users = migrate', '    hosts allow = 198.18.3.0/24 198.18.3.11', '    uid = xfer',
-                 '    numeric ids = yes', '    max connections = 4'):
-        assert line + '\n' in text, line
+                 '    hosts deny = *', '    numeric ids = yes', '    max connections = 4'):
+        assert line in text.split('\n'), line          # a whole line: 'hosts deny = *' is in '    hosts deny = *' too
     assert 's3cret' not in text and 'socket options =' not in text
     bare = rsyncd.render_config(dict(plan, address='all', allow_self=False), auth_digest=False)
     assert 'auth digest' not in bare and 'address =' not in bare and '    hosts allow = 198.18.3.0/24\n' in bare
