@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import time
 
 import pytest
 
@@ -18,6 +17,7 @@ from ansible_collections.bdp.wan_tune.plugins.modules import rsync_daemon_check
 from ansible_collections.bdp.wan_tune.plugins.modules import rsync_daemon_config
 
 from rsync_utils import free_port, handed_over, make_paths, needs_a_daemon, needs_root, rsync_daemon
+from waiting import until
 
 PASSWORD = 'Sup3r-s3cret-pw'
 
@@ -206,10 +206,7 @@ def test_no_file_is_written_into_a_module_a_transfer_is_writing(paths, daemon, r
                                  'rsync://migrate@127.0.0.1:%d/incoming/big' % daemon],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.time() + 30
-        while not rsync_daemon_check.transfers_in(str(paths / 'incoming')) and time.time() < deadline:
-            time.sleep(0.05)
-        busy = rsync_daemon_check.transfers_in(str(paths / 'incoming'))
+        busy = until(lambda: rsync_daemon_check.transfers_in(str(paths / 'incoming')), within=60)
         assert busy, 'the daemon never started the transfer'
         assert transfer.pid not in busy                      # the client works elsewhere; the daemon's child here
         assert rsync_daemon_check.transfers_in(str(paths / 'pub')) == []
