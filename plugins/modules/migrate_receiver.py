@@ -151,6 +151,8 @@ refusal:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import receiver as _receiver
+from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import target as _target
+from ansible_collections.bdp.wan_tune.plugins.module_utils.transfer import rsyncd
 
 
 def main():
@@ -164,7 +166,7 @@ def main():
                 count=dict(type='int', default=0),
                 keep=dict(type='bool', default=True),
                 owners=dict(type='bool', default=True),
-                transport=dict(type='str', choices=['tls', 'plain'], default='tls'),
+                transport=dict(type='str', choices=list(_target.TRANSPORTS), default=rsyncd.TRANSPORT),
                 receiver=dict(type='str', default='the receiver'),
                 module=dict(type='str', default='the module'),
             )),
