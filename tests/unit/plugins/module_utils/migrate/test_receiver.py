@@ -78,6 +78,22 @@ def test_each_setting_that_stops_mknod_is_named(change, why):
         assert able is (why is None) and text == ('' if why is None else 'bdp-rsync-tls.service has ' + why)
 
 
+FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'fixtures', 'migrate')
+
+
+@pytest.mark.parametrize('name, able', [('sealed', False), ('devices', True)])
+def test_systemctl_show_of_systemd_252_is_read_as_it_prints_it(name, able):
+    """The output of ``systemctl show`` in the lab's Debian 12 container (systemd 252) for a transient unit with the
+    TLS unit's device settings, default and rsync_daemon_devices (in that container mknod of a character device
+    failed with the first and worked with the second)."""
+    with open(os.path.join(FIXTURES, 'systemctl-show-%s.txt' % name), encoding='utf-8') as handle:
+        text = handle.read()
+    out = receiver.daemon(['bdp-rsync-tls.service'], lambda unit: (text, None))
+    assert (out['unit'], out['cpu_ns'], out['device_nodes']) == ('bdp-rsync-tls.service', None, able)
+    assert out['device_nodes_why'] == ('' if able else 'bdp-rsync-tls.service has PrivateDevices=yes, no CAP_MKNOD in '
+                                       'CapabilityBoundingSet, DevicePolicy=closed with DeviceAllow=none')
+
+
 def test_the_daemon_read_is_the_active_unit_else_the_loaded_one():
     shown = {'rsync.service': 'LoadState=loaded\nActiveState=inactive\nCPUUsageNSec=[not set]\nPrivateDevices=yes\n',
              'rsyncd.service': 'LoadState=not-found\nActiveState=inactive\n'}
