@@ -52,6 +52,7 @@ options:
     description:
       - What the tree asks of the receiver's device nodes, for RV(refusal).
     type: dict
+    default: {}
     suboptions:
       count:
         description: The device nodes of the tree (C(migrate_plan)'s C(attributes.devices)).

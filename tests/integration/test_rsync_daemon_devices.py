@@ -28,7 +28,8 @@ from role_templates import render  # noqa: E402  pylint: disable=wrong-import-po
 
 collection_path.ensure_importable()
 
-from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import receiver  # noqa: E402  pylint: disable=wrong-import-position
+# pylint: disable-next=wrong-import-position
+from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import receiver  # noqa: E402
 
 IMAGE = 'localhost/bdp-wan-tune-debian12:latest'
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
