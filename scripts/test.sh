@@ -44,6 +44,8 @@ molecule_default() {
 transports() {
     stage "molecule rsync_daemon (daemon, authenticated transfers between containers, refusals, state absent)"
     bash scripts/molecule.sh rsync_daemon
+    stage "device nodes through the TLS daemon's sandbox (the default unit refuses mknod, rsync_daemon_devices allows it)"
+    python -m pytest tests/integration/test_rsync_daemon_devices.py -q
     stage "hpn_ssh package sources and the rsync TLS daemon's platforms, in check mode with generated facts (Ubuntu, Fedora, Rocky, RHEL, Debian), and every row of the support matrix with its recorded facts"
     python -m pytest tests/integration/test_hpn_ssh_sources.py tests/integration/test_rsync_tls_platforms.py tests/integration/test_platforms.py -q
     stage "molecule hpn_ssh (the plumbing with a test stand-in built from Debian's OpenSSH; not HPN-SSH itself)"

@@ -28,7 +28,8 @@ PASS_HEAD = ('pass', 'started (UTC)', 'state', 'deletes', 'sent', 'files sent', 
              'changed at the source', 'differs at the receiver', 'copy s', 'proof s', 'whole pass s', 'goodput',
              'files/s', 'verified')
 # What a pass always keeps (rsync -aH --numeric-ids), and what depends on the receiver (migrate_preserve).
-ALWAYS = ('permissions', 'times of files and directories', 'symbolic links', 'hard links')
+ALWAYS = ('permissions', 'times of files and directories', 'symbolic links', 'hard links',
+          'special files (FIFOs, sockets)')
 
 
 def mbit(bps):
@@ -65,11 +66,19 @@ def kept(progress, target):
     preserve = progress.get('preserve') or {}
     found = (progress.get('plan') or {}).get('attributes') or {}
     yes, no = list(ALWAYS), []
-    if target.get('owners', True):
-        yes += ['owners and groups (by number)', 'devices and special files']
+    owners = target.get('owners', True)
+    if owners:
+        yes.append('owners and groups (by number)')
     else:
         no.append('owners and groups: the module %s does not run as root (its uid), so the files got its owner and '
                   'group; give the module uid: root and gid: root to keep them' % target.get('module'))
+    # device nodes only where the pass kept them: a run state of before migrate_preserve's devices says nothing
+    if preserve.get('devices') and owners:
+        yes.append('device nodes')
+    elif found.get('devices') and 'devices' in preserve:
+        no.append('device nodes: %s (%d entries of the tree are device nodes)' % (
+            'the module does not run as root' if preserve['devices'] else 'left out of migrate_preserve',
+            found['devices']))
     for key, name in (('acls', 'ACLs'), ('xattrs', 'extended attributes')):
         if preserve.get(key):
             yes.append(name)

@@ -200,6 +200,8 @@ def options(config):
     kept = ['-aH', '--numeric-ids'] + [option for key, option in ATTRIBUTES if (config.get('preserve') or {}).get(key)]
     # a module that does not run as root cannot give files their owners: rsync would end with exit 23 for each
     kept += [] if config.get('owners', True) else ['--no-owner', '--no-group']
+    # device nodes given up (migrate_preserve without devices); a config without the key is -a's, as before it
+    kept += [] if (config.get('preserve') or {}).get('devices', True) else ['--no-devices']
     return kept + ['--partial-dir=' + PARTIAL_DIR, '--password-file=' + config['password_file'],
                    '--timeout=%d' % IO_TIMEOUT] + ['--exclude=' + pattern for pattern in config.get('excludes') or []]
 

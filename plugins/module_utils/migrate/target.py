@@ -14,10 +14,11 @@ from ansible_collections.bdp.wan_tune.plugins.module_utils.transfer import rsync
 
 ACTIONS = ('run', 'status', 'stop', 'limit')
 # What a migration keeps that depends on the receiver (migrate_preserve): owners and groups (a module that runs as
-# root), ACLs and extended attributes (where the receiver's filesystem has them), sparse files (holes kept). Permissions,
-# times, symbolic links, hard links, devices and special files (with owners) are always kept.
-PRESERVE = ('owners', 'acls', 'xattrs', 'sparse')
-PRESERVE_HELP = 'a list of owners, acls, xattrs, sparse (the default: all of them)'
+# root), ACLs and extended attributes (where the receiver's filesystem has them), sparse files (holes kept), device
+# nodes (a module that runs as root and a daemon that may create them: module_utils/migrate/receiver.py). Permissions,
+# times, symbolic links, hard links and special files (FIFOs, sockets: no privilege needed) are always kept.
+PRESERVE = ('owners', 'acls', 'xattrs', 'sparse', 'devices')
+PRESERVE_HELP = 'a list of owners, acls, xattrs, sparse, devices (the default: all of them)'
 MAX_DELETE_DEFAULT = 1000
 MAX_DELETE_HELP = 'a whole number of files, or -1 for no limit (default %d)' % MAX_DELETE_DEFAULT
 TRANSPORTS = ('tls', 'plain')
