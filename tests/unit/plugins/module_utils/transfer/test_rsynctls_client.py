@@ -12,11 +12,13 @@ the client (SERVER_MESSAGES)."""
 from __future__ import annotations
 
 import datetime
+import json
 import ipaddress
 import os
 import shutil
 import socket
 import subprocess
+import sys
 import time
 
 import pytest
@@ -206,3 +208,59 @@ def test_an_ipv6_address_reaches_the_daemon(tmp_path):
     finally:
         made.stop()
     assert rc == 0 and os.path.exists(os.path.join(made.dest, 'v6.txt')), out
+
+
+class Module(object):
+    """migrate_run's module as own_identity uses it: fail_json raises, no SELinux here."""
+
+    check_mode = False
+
+    def selinux_enabled(self):
+        return False
+
+    def fail_json(self, **kwargs):
+        raise AssertionError(kwargs['msg'])
+
+
+def test_the_migration_runner_copies_a_tree_over_tls_with_its_own_copy_of_the_identity(daemon, tmp_path):
+    """migrate_run copies the identity into the run's directory and builds the command for the copies
+    (own_identity); the runner, as the sender's unit runs it, moves a tree with it and proves the copy."""
+    from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import plan as _plan
+    from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import runner as _runner
+    from ansible_collections.bdp.wan_tune.plugins.modules import migrate_run
+
+    source, run_dir = tmp_path / 'tree', tmp_path / 'run'
+    for index in range(12):
+        write(str(source / ('d%d' % (index % 3)) / ('f%02d' % index)), os.urandom(50000))
+    run_dir.mkdir(mode=0o700)
+    planned = _plan.plan(_plan.survey(str(source), []), 2)
+    config = {'id': 'tls', 'source': str(source), 'url': 'rsync://u@127.0.0.1:%d/incoming/sender/' % daemon.port,
+              'transport': 'tls', 'command': ['rsync'], 'env': {}, 'identity': daemon.client, 'port': daemon.port,
+              'bytes': planned['bytes'], 'files': planned['files'], 'streams': 2,
+              'part_files': planned['parts']['files'], 'part_bytes': planned['parts']['bytes'], 'proof': 'checksum',
+              'present_bytes': 0, 'bwlimit_bps': 0}
+    config['command'], config['env'] = migrate_run.own_identity(Module(), str(run_dir), config, {})
+    assert config['env']['RSYNC_CONNECT_PROG'] == rsynctls.connect_program(
+        dict((key, str(run_dir / name)) for key, name, _mode in migrate_run.IDENTITY), daemon.port)
+    assert oct(os.stat(str(run_dir / 'tls-host.key')).st_mode & 0o777) == '0o600'
+    (run_dir / _runner.CONFIG).write_text(json.dumps(config))
+    write(str(run_dir / _runner.PASSWORD), b'unused\n', 0o600)
+    rc = subprocess.run([sys.executable, _runner.__file__, str(run_dir)], timeout=300, check=False).returncode
+    state = _runner.read_state(str(run_dir))
+    assert rc == 0 and state['state'] == 'done' and state['verified'] is True, state.get('message')
+    for index in range(12):
+        relative = os.path.join('d%d' % (index % 3), 'f%02d' % index)
+        with open(str(source / relative), 'rb') as mine, open(os.path.join(daemon.dest, 'sender', relative),
+                                                                 'rb') as theirs:
+            assert mine.read() == theirs.read(), relative
+
+
+def test_migrate_run_refuses_an_identity_it_cannot_read(tmp_path):
+    from ansible_collections.bdp.wan_tune.plugins.modules import migrate_run
+
+    config = {'transport': 'tls', 'port': 874, 'identity': {'ca': str(tmp_path / 'none.crt'), 'cert': 'x', 'key': 'y'}}
+    with pytest.raises(AssertionError, match=r'none.crt \(the client ca\) cannot be read: the sender has no client '
+                                             r'identity'):
+        migrate_run.own_identity(Module(), str(tmp_path), config, {})
+    plain = {'transport': 'plain', 'command': ['rsync'], 'env': {}, 'identity': {}}
+    assert migrate_run.own_identity(Module(), str(tmp_path), plain, {}) == (['rsync'], {})
