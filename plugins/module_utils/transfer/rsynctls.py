@@ -239,7 +239,7 @@ def name_kind(text):
 
 def subject_alt_names(names):
     """The subjectAltName entries for ``names`` as community.crypto's openssl_csr takes them: an address is written
-    as IP and as DNS, because rsync-ssl checks the host name it was given (openssl s_client -verify_hostname), which
+    as IP and as DNS, because the TLS client checks the host name it was given (openssl s_client -verify_hostname), which
     only matches DNS entries, even for an address.  Sorted, without duplicates and without what is neither a name nor
     an address: ['DNS:198.18.3.12', 'DNS:rsync-b', 'IP:198.18.3.12', ...]."""
     entries = set()
@@ -562,7 +562,7 @@ def closed(host, port, timeout):
 def tls_checks(module, params, users, upload):
     """The checks of the TLS layer, each before any rsync exchange, of the module rsync_daemon_check (``params``):
     ([{check, module, passed, detail}], the handshake).  ``users``: {user: password} from the secrets file;
-    ``upload(module_name, user, file_name, password, identity)``: (rc, output) of an rsync-ssl upload of a file as
+    ``upload(module_name, user, file_name, password, identity)``: (rc, output) of a TLS client's upload of a file as
     ``file_name`` with the client identity {ca, cert, key}."""
     tls, host, timeout = params['tls'], params['host'], params['timeout']
     results = []
@@ -611,7 +611,7 @@ def tls_checks(module, params, users, upload):
                 os.unlink(os.path.join(target['path'], name))
             # refused in the handshake: rsync never saw the daemon's greeting (no @ERROR from rsyncd)
             add(check, rc != 0 and not landed and '@ERROR' not in out and 'did not see server greeting' in out,
-                'rsync-ssl exit %d%s: %s' % (rc, ', but the file arrived' if landed else '', out[-300:] or 'no output'))
+                'rsync exit %d%s: %s' % (rc, ', but the file arrived' if landed else '', out[-300:] or 'no output'))
     finally:
         shutil.rmtree(directory, ignore_errors=True)
     return results, shake
