@@ -7,7 +7,8 @@ stunnel.conf.j2 sets it up (exec mode, rsync --server --daemon, verifyChain, req
 a file is copied over TLS 1.3 with the server verified against the CA and the client's certificate shown and
 accepted; another CA, a missing client certificate and a server certificate of another name are refused; the
 identity's paths may hold a space, a quote and %H; an IPv6 address reaches the daemon; the daemon's messages reach
-the client (SERVER_MESSAGES)."""
+the client (SERVER_MESSAGES); the migration runner (through migrate_run's copy of the identity) and the daemon's
+self-check (rsync_daemon_check.send) move files with it."""
 
 from __future__ import annotations
 
@@ -264,3 +265,31 @@ def test_migrate_run_refuses_an_identity_it_cannot_read(tmp_path):
         migrate_run.own_identity(Module(), str(tmp_path), config, {})
     plain = {'transport': 'plain', 'command': ['rsync'], 'env': {}, 'identity': {}}
     assert migrate_run.own_identity(Module(), str(tmp_path), plain, {}) == (['rsync'], {})
+
+
+class Host(object):
+    """rsync_daemon_check's module as send() uses it: this machine's programs, environ_update as AnsibleModule's."""
+
+    def get_bin_path(self, name, required=False):
+        return shutil.which(name)
+
+    def run_command(self, argv, environ_update=None):
+        done = subprocess.run(argv, env=dict(os.environ, **(environ_update or {})), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, universal_newlines=True, check=False)
+        return done.returncode, done.stdout, done.stderr
+
+
+def test_the_daemons_self_check_sends_through_the_client(daemon, tmp_path):
+    """rsync_daemon_check's send(), the upload of every transfer check, over TLS with the client's identity; with
+    another CA it fails."""
+    from ansible_collections.bdp.wan_tune.plugins.modules import rsync_daemon_check
+
+    source = write(str(tmp_path / 'probe.txt'), b'probe\n')
+    tls = dict(daemon.client, port=daemon.port)
+    rc, text = rsync_daemon_check.send(Host(), source, 'rsync://127.0.0.1/incoming/probe.txt', None, 10, tls=tls)
+    assert rc == 0 and os.path.exists(os.path.join(daemon.dest, 'probe.txt')), text
+    other = authority(str(tmp_path / 'other'), 'another CA')
+    rc, text = rsync_daemon_check.send(Host(), source, 'rsync://127.0.0.1/incoming/probe2.txt', None, 10, tls=tls,
+                                       identity=dict(daemon.client, ca=other[2]))
+    assert rc != 0 and 'certificate verify failed' in text and not os.path.exists(os.path.join(daemon.dest,
+                                                                                               'probe2.txt'))
