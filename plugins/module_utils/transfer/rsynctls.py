@@ -559,6 +559,16 @@ def closed(host, port, timeout):
         return True, 'port %d: %s' % (port, exc)
 
 
+def refused_in_handshake(rc, out, landed):
+    """Whether an upload through the TLS client (rc, its output, whether the file arrived) was refused in the
+    handshake: it failed, nothing arrived, rsyncd said nothing (no @ERROR), and either rsync saw no greeting or
+    openssl, the client's connect program, said why the handshake failed.  Which of rsync's words come depends on
+    when the connect program ends: "did not see server greeting" (the connection's end), or "safe_read failed ...
+    Connection reset by peer" (it ended with rsync's own greeting unread, measured with rsync 3.2.7)."""
+    return (rc != 0 and not landed and '@ERROR' not in out
+            and ('did not see server greeting' in out or 'SSL routines' in out))
+
+
 def tls_checks(module, params, users, upload):
     """The checks of the TLS layer, each before any rsync exchange, of the module rsync_daemon_check (``params``):
     ([{check, module, passed, detail}], the handshake).  ``users``: {user: password} from the secrets file;
@@ -609,8 +619,7 @@ def tls_checks(module, params, users, upload):
             landed = os.path.lexists(os.path.join(target.get('path', '/nonexistent'), name))
             if landed:
                 os.unlink(os.path.join(target['path'], name))
-            # refused in the handshake: rsync never saw the daemon's greeting (no @ERROR from rsyncd)
-            add(check, rc != 0 and not landed and '@ERROR' not in out and 'did not see server greeting' in out,
+            add(check, refused_in_handshake(rc, out, landed),
                 'rsync exit %d%s: %s' % (rc, ', but the file arrived' if landed else '', out[-300:] or 'no output'))
     finally:
         shutil.rmtree(directory, ignore_errors=True)

@@ -90,7 +90,8 @@ class Daemon(object):
     def __init__(self, root, host='127.0.0.1', names=('127.0.0.1',)):
         self.root, self.host, self.port = root, host, free_port(host)
         ca = authority(os.path.join(root, 'ca'), 'unit migration CA')
-        server = issue(ca, os.path.join(root, 'server'), 'rsync-b', ExtendedKeyUsageOID.SERVER_AUTH, names)
+        server = self.server = issue(ca, os.path.join(root, 'server'), 'rsync-b', ExtendedKeyUsageOID.SERVER_AUTH,
+                                     names)
         own = os.path.join(root, "client dir's 100%H")
         self.client = dict(issue(ca, own, 'sender-a', ExtendedKeyUsageOID.CLIENT_AUTH), ca=ca[2])
         shutil.copy(ca[2], os.path.join(own, 'ca.crt'))
@@ -273,9 +274,9 @@ class Host(object):
     def get_bin_path(self, name, required=False):
         return shutil.which(name)
 
-    def run_command(self, argv, environ_update=None):
-        done = subprocess.run(argv, env=dict(os.environ, **(environ_update or {})), stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, universal_newlines=True, check=False)
+    def run_command(self, argv, data=None, environ_update=None):
+        done = subprocess.run(argv, input=data, env=dict(os.environ, **(environ_update or {})),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, check=False)
         return done.returncode, done.stdout, done.stderr
 
 
@@ -293,3 +294,40 @@ def test_the_daemons_self_check_sends_through_the_client(daemon, tmp_path):
                                        identity=dict(daemon.client, ca=other[2]))
     assert rc != 0 and 'certificate verify failed' in text and not os.path.exists(os.path.join(daemon.dest,
                                                                                                'probe2.txt'))
+
+
+def test_the_self_checks_refusals_pass_against_the_real_daemon(daemon):
+    """rsynctls.tls_checks as rsync_daemon_check runs it, its uploads through the client: the handshake is verified,
+    and another CA, no client certificate, a client certificate of another CA and the server's own certificate shown
+    as a client's are each refused in the handshake (rsync's words differ with when openssl ends: both count)."""
+    from ansible_collections.bdp.wan_tune.plugins.modules import rsync_daemon_check
+
+    tls = dict(daemon.client, port=daemon.port, sources=['127.0.0.0/8'], plain_closed=False,
+               server_cert=daemon.server['cert'], server_key=daemon.server['key'])
+    params = {'tls': tls, 'host': '127.0.0.1', 'port': free_port(), 'timeout': 10,
+              'modules': [{'name': 'incoming', 'read_only': False, 'path': daemon.dest}]}
+    source = write(os.path.join(daemon.root, 'probe'), b'probe\n')
+
+    def upload(target, user, file_name, password, identity):
+        return rsync_daemon_check.send(Host(), source, rsync_daemon_check.url('127.0.0.1', daemon.port, target, user,
+                                                                              file_name), password, 10, tls, identity)
+    checks, shake = rsynctls.tls_checks(Host(), params, {}, upload)
+    assert shake['protocol'] == 'TLSv1.3' and shake['verified'] is True, shake
+    assert [(check['check'], check['passed']) for check in checks] == [
+        ('TLS handshake verified', True), ('plaintext to the TLS port gets no rsync answer', True),
+        ('a client that trusts another CA fails', True), ('a client without a certificate is refused', True),
+        ('a client with a certificate of another CA is refused', True),
+        ('the server certificate is refused as a client certificate', True)], checks
+    assert os.listdir(daemon.dest) == []
+
+
+@pytest.mark.parametrize('rc, out, landed, refused', [
+    (5, 'SSL alert number 116 rsync: did not see server greeting', False, True),
+    (12, 'SSL routines:tls_post_process_server_certificate:certificate verify failed rsync: [sender] safe_read '
+         'failed to read 1 bytes: Connection reset by peer (104)', False, True),
+    (5, '@ERROR: access denied to incoming from UNDETERMINED (127.0.0.1)', False, False),    # rsyncd answered
+    (0, '', True, False),
+    (12, 'rsync: [sender] safe_read failed to read 1 bytes: Connection reset by peer (104)', False, False),
+])
+def test_a_refusal_in_the_handshake_is_told_from_others(rc, out, landed, refused):
+    assert rsynctls.refused_in_handshake(rc, out, landed) is refused
