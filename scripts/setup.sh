@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Prepare a Debian 12 machine (as root) for developing and testing bdp.wan_tune:
-#   * apt packages: podman, runc, debootstrap, iperf3, iproute2, rsync, make,
+#   * apt packages: podman, runc, debootstrap, iperf3, iproute2, rsync, stunnel4 (the TLS client test), make,
 #     qemu-system-x86 and qemu-utils (the real-kernel VMs), ShellCheck (when the archive has it)
 #   * a Python 3.11 venv at $ROOT/.venv with requirements.txt
 #   * $ROOT/.cache/collections/ansible_collections/bdp/wan_tune -> $ROOT
@@ -15,7 +15,7 @@ STAMP="$VENV/.requirements.sha256"
 log() { printf 'setup: %s\n' "$*"; }
 
 # --- apt packages -----------------------------------------------------------
-APT_PKGS=(podman runc debootstrap iperf3 iproute2 rsync make openssh-client qemu-system-x86 qemu-utils e2fsprogs shellcheck chromium)
+APT_PKGS=(podman runc debootstrap iperf3 iproute2 rsync stunnel4 make openssh-client qemu-system-x86 qemu-utils e2fsprogs shellcheck chromium)
 OPTIONAL_PKGS=(shellcheck)
 
 is_installed() {

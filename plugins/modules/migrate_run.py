@@ -22,8 +22,10 @@ description:
     run's lock), nothing is written and nothing is started, and the result says so (RV(running)). Two runs that start
     at once take a lock in O(run_dir), and the second finds the first's unit.
   - Over TLS, the runner gets its own copy of the sender's client identity (the trust anchor, the certificate and the
-    key that C(env) names, copied into O(run_dir), the key 0600 from its first byte), so that a certificate renewed or
-    issued anew, or files released by the rsync_daemon role, while the pass runs do not change or cut it.
+    key that C(identity) names, copied into O(run_dir), the key 0600 from its first byte), and C(command) and C(env)
+    are built again for the copies (rsync with openssl's C(s_client) as its C(RSYNC_CONNECT_PROG)), so that a
+    certificate renewed or issued anew, or files released by the rsync_daemon role, while the pass runs do not change
+    or cut it.
   - No key material outlives the unit. The unit removes the password file and the identity's copies when it ends,
     however it ends (success, failure, a stop, SIGKILL - C(ExecStopPost)); the runner removes the password too. A
     start that fails at any step removes what it wrote, and every start first removes what an ended run left (one
@@ -50,7 +52,8 @@ options:
     required: true
   config:
     description: What the runner moves and where - C(id), C(source), C(url), C(transport), C(command) and C(env)
-      (rsync-ssl's start and environment, or rsync's), C(owners), C(bytes) and C(files) (the preflight's counts),
+      (the TLS client's start and environment, or rsync's), C(identity) (the sender's C(ca), C(cert) and C(key) files
+      of the TLS client) and C(port) (the daemon's port), C(owners), C(bytes) and C(files) (the preflight's counts),
       C(streams), C(part_files) and C(part_bytes) (a part closes at so many names or bytes; bdp.wan_tune.migrate_plan's
       C(parts)), C(plan), C(proof), C(present_bytes), C(cpu_before), C(bwlimit_bps), C(delete), C(max_delete),
       C(excludes), C(preserve) (C(acls), C(xattrs), C(sparse)) and C(attributes) (what the tree has of them).
@@ -109,6 +112,7 @@ from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import exclud
 from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import runner as _runner
 from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import tree as _tree
 from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import unit as _unit
+from ansible_collections.bdp.wan_tune.plugins.module_utils.transfer import rsynctls as _rsynctls
 
 RUNNER = 'runner.py'
 START_LOCK = 'start.lock'
@@ -116,10 +120,9 @@ START_LOCK = 'start.lock'
 RUN_DIR_RE = re.compile(r'^/[A-Za-z0-9_./@+-]+$')
 
 
-# The sender's client identity the runner uses: rsync-ssl's variables, and the names of their copies in the run's
-# directory (the key root's and 0600, the others 0644).
-IDENTITY = (('RSYNC_SSL_CA_CERT', 'tls-ca.crt', 0o644), ('RSYNC_SSL_CERT', 'tls-host.crt', 0o644),
-            ('RSYNC_SSL_KEY', 'tls-host.key', 0o600))
+# The sender's client identity the runner uses (config's identity: rsync_daemon's files for the receiver), and the
+# names of their copies in the run's directory (the key root's and 0600, the others 0644).
+IDENTITY = (('ca', 'tls-ca.crt', 0o644), ('cert', 'tls-host.crt', 0o644), ('key', 'tls-host.key', 0o600))
 
 
 def secret_files(run_dir):
@@ -139,22 +142,24 @@ def remove_secrets(run_dir):
     return removed
 
 
-def own_identity(module, run_dir, env, result):
-    """rsync-ssl's environment with the identity's files copied into ``run_dir``: the pass keeps them, whatever the
-    rsync_daemon role renews, re-issues or removes while it runs. They live only as long as the unit
-    (secret_files())."""
-    env = dict(env)
-    for var, name, mode in IDENTITY:
-        if not env.get(var):
-            continue
-        data = _files.read_bytes(env[var])
+def own_identity(module, run_dir, config, result):
+    """The TLS client's command and environment (rsynctls.client_command, the one place of both) for the identity's
+    files copied into ``run_dir``: the pass keeps them, whatever the rsync_daemon role renews, re-issues or removes
+    while it runs.  (command, env) of the config as they are in cleartext."""
+    identity = config.get('identity') or {}
+    if config.get('transport') != 'tls' or not identity:
+        return config.get('command'), config.get('env') or {}
+    copies = {}
+    for key, name, mode in IDENTITY:
+        data = _files.read_bytes(identity.get(key) or '')
         if data is None:
-            module.fail_json(msg='%s (%s) cannot be read: the sender has no client identity for the receiver\'s '
-                                 'migration; run the rsync_daemon role for the receiver (-e rsync_daemon=true), which '
-                                 'gives its senders one. Nothing was moved.' % (env[var], var), **result)
-        env[var] = os.path.join(run_dir, name)
-        _files.write_atomic(module, env[var], data, mode=mode)
-    return env
+            module.fail_json(msg='%s (the client %s) cannot be read: the sender has no client identity for the '
+                                 'receiver\'s migration; run the rsync_daemon role for the receiver (-e '
+                                 'rsync_daemon=true), which gives its senders one. Nothing was moved.'
+                                 % (identity.get(key), key), **result)
+        copies[key] = os.path.join(run_dir, name)
+        _files.write_atomic(module, copies[key], data, mode=mode)
+    return _rsynctls.client_command(copies, config['port'])
 
 
 def start(module, params, secret, result):
@@ -182,7 +187,7 @@ def start_unit(module, params, secret, result):
     """Write the run's files and start its unit; True when it started (else fail_json)."""
     run_dir = params['run_dir']
     config = dict(params['config'], run_id='%.6f' % time.time())
-    config['env'] = own_identity(module, run_dir, config.get('env') or {}, result)
+    config['command'], config['env'] = own_identity(module, run_dir, config, result)
     for name, source, mode in ((RUNNER, _runner, 0o700), ('tree.py', _tree, 0o600),
                                ('excludes.py', _excludes, 0o600)):
         _files.write_atomic(module, os.path.join(run_dir, name), inspect.getsource(source), mode=mode)

@@ -55,8 +55,9 @@ options:
     default: 30
   tls:
     description:
-      - The rsync daemon over TLS. When given, every transfer check runs through C(rsync-ssl --type=openssl) to
-        O(tls.port) with the certificate verified against O(tls.ca), and these checks are added, each run before
+      - The rsync daemon over TLS. When given, every transfer check runs through the collection's TLS client (rsync
+        with C(openssl s_client) as its C(RSYNC_CONNECT_PROG)) to O(tls.port) with the certificate verified against
+        O(tls.ca), and these checks are added, each run before
         anything reaches rsync - a C(openssl s_client) handshake that records the protocol and cipher and must
         verify; a plaintext rsync greeting to the TLS port gets no rsync answer; a client that trusts another CA
         fails; a client without a certificate and a client whose certificate another CA signed are refused in the
@@ -176,7 +177,7 @@ def url(host, port, module_name, user=None, name=''):
 def send(module, source, target, password, timeout, tls=None, identity=None, extra=()):
     """rc and output of one rsync upload.  ``password``: given to rsync in a 0600 --password-file (removed
     afterwards), never in argv or the environment; None for the anonymous client (an empty RSYNC_PASSWORD, so
-    that rsync does not prompt).  With ``tls``: through rsync-ssl (openssl), trusting ``identity['ca']`` and showing
+    that rsync does not prompt).  With ``tls``: through the TLS client (rsynctls.client_command), trusting ``identity['ca']`` and showing
     its cert and key (each may be None: no such option).  ``extra``: more rsync options."""
     environ = {'USER': 'nobody-anonymous', 'LOGNAME': 'nobody-anonymous', 'RSYNC_PASSWORD': ''}
     if tls:

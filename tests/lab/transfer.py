@@ -5,7 +5,7 @@
 
 The same tree of incompressible files goes from lab host A to lab host B with each transport: scp and
 rsync over the distribution's OpenSSH (one stream, and SSH_STREAMS parallel streams), rsync to the rsync
-daemon in cleartext and over TLS (rsync-ssl to the role's stunnel, with the client certificate the role
+daemon in cleartext and over TLS (the collection's TLS client to the role's stunnel, with the client certificate the role
 issued to A), each with one stream and with STREAMS parallel streams (the files split into lists of about
 equal size, one rsync each), and HPN-SSH where both hosts have it. First on stock hosts, then again after
 playbooks/wan_tune.yml. Every copy is checked with sha256sum at the receiver; a mismatch fails the run. CPU
@@ -77,8 +77,9 @@ TLS_PORT = 874
 TLS_MIGRATION = 'transfer-lab'
 TLS = rsynctls.layout(TLS_MIGRATION, port=TLS_PORT)
 TLS_UNIT = TLS['service']
-# rsync-ssl runs `$RSYNC_SSL_OPENSSL s_client ... -quiet`; this wrapper in A adds -brief, which prints the session's
-# protocol, cipher suite and verification result on stderr (never on the data stream).
+# The collection's TLS client runs `openssl s_client ... -quiet` as rsync's RSYNC_CONNECT_PROG; the lab's runs this
+# wrapper in A in its place, which adds -brief: it prints the session's protocol, cipher suite and verification result
+# on stderr (never on the data stream).
 OPENSSL_BRIEF = '/usr/local/bin/openssl-brief'
 HPN_PORT = 2222
 NO_HPNSSH = ('no HPN-SSH binary (hpnscp in host A, hpnsshd in host B): there is no HPN-SSH package for Debian 12; '
@@ -399,7 +400,7 @@ def setup_transports(lab, workdir, streams, quiet=False):
     demo.ansible_playbook(['-i', files['inventory'], demo.PLAYBOOK, '--tags', 'rsync_daemon'], quiet=quiet)
     sh(lab, 'A', 'umask 077 && cat > ' + PASSWORD_FILE, stdin=password + '\n')
     sh(lab, 'A', 'cat > %s && chmod 0755 %s' % (OPENSSL_BRIEF, OPENSSL_BRIEF),
-       stdin='#!/bin/sh\n# rsync-ssl\'s s_client, with the session summary on stderr\nexec openssl "$@" -brief\n')
+       stdin='#!/bin/sh\n# the TLS client\'s s_client, with the session summary on stderr\nexec openssl "$@" -brief\n')
     hpn = sh(lab, 'A', 'command -v hpnscp', check=False).returncode == 0 and \
         sh(lab, 'B', 'command -v hpnsshd', check=False).returncode == 0
     if hpn:
@@ -429,9 +430,11 @@ def commands(lab, method, streams, ssh_streams=8):
     ssh_opts = '-o BatchMode=yes'
     rsync_ssh = 'rsync -a -e "ssh %s"' % ssh_opts
     daemon = 'rsync -a --password-file=%s' % PASSWORD_FILE
-    tls = '%s RSYNC_SSL_OPENSSL=%s rsync-ssl --type=openssl -a --password-file=%s' % (
-        rsynctls.layout(TLS_MIGRATION, port=TLS_PORT, receiver=lab.host_name('B'))['env'], OPENSSL_BRIEF,
-        PASSWORD_FILE)
+    client = rsynctls.layout(TLS_MIGRATION, port=TLS_PORT, receiver=lab.host_name('B'))
+    program = client['env_vars'][rsynctls.CONNECT_PROG]        # the collection's client, with OPENSSL_BRIEF for openssl
+    tls = '%s=%s %s -a --password-file=%s' % (
+        rsynctls.CONNECT_PROG, rsynctls.shell_word(OPENSSL_BRIEF + program[len(rsynctls.S_CLIENT[0]):]),
+        ' '.join(client['command']), PASSWORD_FILE)
     url = 'rsync://%s@%s/%s' % (RSYNC_USER, dst, MODULE)
     single = {'scp': 'scp -q -r %s %s root@%s:%s/scp' % (ssh_opts, SRC, dst, DEST),
               'rsync_ssh': '%s %s/ root@%s:%s/rsync_ssh/' % (rsync_ssh, SRC, dst, DEST),

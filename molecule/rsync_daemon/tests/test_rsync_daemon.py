@@ -3,13 +3,15 @@
 files, stunnel on 874 and nothing on 873, and transfers from the other container over TLS with its client
 certificate of m1 (an authenticated write works; a wrong password, an anonymous write, a client without a
 certificate and a client that trusts another CA fail; a read works; a module that lists only the host itself refuses
-the peer). The receiver's certificate is for servers only and the sender's for clients only: each is refused in the
+the peer), each with the collection's TLS client (rsynctls.client_command: rsync with openssl s_client as its connect
+program). The receiver's certificate is for servers only and the sender's for clients only: each is refused in the
 other's place. The continuity across a re-run and a second migration are proven in side_effect.yml."""
 
 import hashlib
 import json
 import os
 import subprocess
+import sys
 import uuid
 
 import pytest
@@ -34,6 +36,9 @@ def forms(password):
                    json.dumps(password, ensure_ascii=False)[1:-1], password.replace('\\', '\\\\')})
 
 
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', '..', '.cache', 'collections'))
+from ansible_collections.bdp.wan_tune.plugins.module_utils.transfer import rsynctls  # noqa: E402
+
 PEER = {'rsync-a': ('rsync-b', '198.18.3.12'), 'rsync-b': ('rsync-a', '198.18.3.11')}
 SERVER = '/etc/bdp-wan-tune/rsync-tls'
 CA = '/var/lib/bdp_wan_tune/rsync-tls-ca/m1'
@@ -44,10 +49,19 @@ def client_dir(receiver):
     return '/etc/bdp-wan-tune/rsync-tls-client/m1/' + receiver
 
 
-def env_of(receiver):
-    """rsync-ssl's environment on a sender of ``receiver``."""
-    return 'RSYNC_SSL_CA_CERT={0}/ca.crt RSYNC_SSL_CERT={0}/host.crt RSYNC_SSL_KEY={0}/host.key'.format(
-        client_dir(receiver))
+def identity_of(receiver, directory=None, cert='host'):
+    """A sender's identity {ca, cert, key} for ``receiver`` (in ``directory``: another one, such as the server's)."""
+    directory = directory or client_dir(receiver)
+    return {'ca': directory + '/ca.crt', 'cert': '%s/%s.crt' % (directory, cert),
+            'key': '%s/%s.key' % (directory, cert)}
+
+
+def tls(identity, port=874):
+    """The collection's TLS client with ``identity`` (rsynctls.client_command): (its environment as a shell prefix,
+    its command), with % doubled for testinfra's run(command, *args), which formats the command with %."""
+    command, env = rsynctls.client_command(identity, port)
+    prefix = ' '.join('%s=%s' % (key, rsynctls.shell_word(value)) for key, value in sorted(env.items()))
+    return prefix.replace('%', '%%'), ' '.join(command)
 
 
 @pytest.fixture
@@ -155,16 +169,17 @@ def test_only_tls_listens(host):
     assert not host.socket('tcp://0.0.0.0:873').is_listening and not host.socket('tcp://:::873').is_listening
 
 
-def send(client, address, user, password, target, env):
+def send(client, address, user, password, target, identity):
     url = 'rsync://%s%s/incoming/%s' % ('%s@' % user if user else '', address, target)
+    env, command = tls(identity)
     return client.run('printf data > /tmp/payload && %s RSYNC_PASSWORD=%s USER=nobody-anonymous timeout 60 '
-                      'rsync-ssl --type=openssl --timeout=30 /tmp/payload %s' % (env, '%s', '%s'), password, url)
+                      '%s --timeout=30 /tmp/payload %s' % (env, '%s', command, '%s'), password, url)
 
 
 def test_authenticated_transfer_from_the_peer(host, peer, name):
     client, address = peer
     target = 'from-peer-%s' % uuid.uuid4().hex
-    result = send(client, address, 'migrate', PASSWORD, target, env_of(name))
+    result = send(client, address, 'migrate', PASSWORD, target, identity_of(name))
     assert result.rc == 0, result.stderr
     landed = host.file('/srv/incoming/' + target)
     assert landed.exists and landed.user == 'xfer' and landed.content_string == 'data'
@@ -175,7 +190,7 @@ def test_authenticated_transfer_from_the_peer(host, peer, name):
 def test_awkward_passwords_authenticate_from_the_peer(host, peer, name, user):
     client, address = peer
     target = 'awkward-%s-%s' % (user, uuid.uuid4().hex)
-    result = send(client, address, user, AWKWARD[user], target, env_of(name))
+    result = send(client, address, user, AWKWARD[user], target, identity_of(name))
     assert result.rc == 0, result.stderr
     assert host.file('/srv/incoming/' + target).exists
     host.run('rm -f /srv/incoming/%s', target)
@@ -185,22 +200,22 @@ def test_awkward_passwords_authenticate_from_the_peer(host, peer, name, user):
 def test_wrong_password_and_anonymous_write_fail(host, peer, name, user, password):
     client, address = peer
     target = 'refused-%s' % uuid.uuid4().hex
-    result = send(client, address, user, password, target, env_of(name))
+    result = send(client, address, user, password, target, identity_of(name))
     assert result.rc != 0 and 'auth failed' in result.stdout + result.stderr
     assert not host.file('/srv/incoming/' + target).exists
 
 
-@pytest.mark.parametrize('env', [
-    'RSYNC_SSL_CA_CERT={0}/ca.crt',                                           # no client certificate
-    'RSYNC_SSL_CA_CERT=/etc/ssl/certs/ca-certificates.crt RSYNC_SSL_CERT={0}/host.crt RSYNC_SSL_KEY={0}/host.key',
-    # trusts other CAs
+@pytest.mark.parametrize('change', [
+    {'cert': None, 'key': None},                                              # no client certificate
+    {'ca': '/etc/ssl/certs/ca-certificates.crt'},                             # trusts other CAs
 ])
-def test_refused_in_the_handshake(host, peer, name, env):
+def test_refused_in_the_handshake(host, peer, name, change):
     client, address = peer
     target = 'no-cert-%s' % uuid.uuid4().hex
-    result = send(client, address, 'migrate', PASSWORD, target, env=env.format(client_dir(name)))
+    result = send(client, address, 'migrate', PASSWORD, target, dict(identity_of(name), **change))
     output = result.stdout + result.stderr
-    assert result.rc != 0 and 'did not see server greeting' in output and '@ERROR' not in output, output
+    # openssl's words on the handshake, then rsync's on a connection that never greeted
+    assert result.rc != 0 and 'SSL routines' in output and '@ERROR' not in output, output
     assert not host.file('/srv/incoming/' + target).exists
 
 
@@ -215,11 +230,11 @@ def test_plain_rsync_from_the_peer_fails(host, peer):
 
 def test_read_from_the_peer_and_no_listing(host, peer, name):
     client, address = peer
-    read = client.run('%s timeout 60 rsync-ssl --type=openssl rsync://%s/pub/hello.txt /tmp/hello-%s' % (
-        env_of(name), '%s', '%s'), address, name)
+    read = client.run('%s timeout 60 %s rsync://%s/pub/hello.txt /tmp/hello-%s' % (
+        tls(identity_of(name)) + ('%s', '%s')), address, name)
     assert read.rc == 0, read.stderr
     assert client.file('/tmp/hello-%s' % name).content_string == 'hello from %s\n' % name
-    listing = client.run('%s timeout 60 rsync-ssl --type=openssl rsync://%s/' % (env_of(name), '%s'), address)
+    listing = client.run('%s timeout 60 %s rsync://%s/' % (tls(identity_of(name)) + ('%s',)), address)
     assert 'incoming' not in listing.stdout and 'pub' not in listing.stdout
 
 
@@ -268,42 +283,41 @@ def test_each_module_holds_its_own_sources_under_tls(host, peer, name):
     address (REMOTE_HOST), so the daemon logs the refusal with the peer's real address, not 127.0.0.1 (and, with
     list = no, tells the client the module is unknown rather than that it exists)."""
     client, address = peer
-    read = client.run('%s timeout 60 rsync-ssl --type=openssl rsync://%s/pub/hello.txt /tmp/pub-%s' % (
-        env_of(name), '%s', '%s'), address, name)
+    read = client.run('%s timeout 60 %s rsync://%s/pub/hello.txt /tmp/pub-%s' % (
+        tls(identity_of(name)) + ('%s', '%s')), address, name)
     assert read.rc == 0, read.stderr
     since = host.check_output('date +%Y-%m-%d\\ %H:%M:%S')
-    refused = client.run('%s timeout 60 rsync-ssl --type=openssl rsync://%s/self-only/hello.txt /tmp/self-%s' % (
-        env_of(name), '%s', '%s'), address, name)
+    refused = client.run('%s timeout 60 %s rsync://%s/self-only/hello.txt /tmp/self-%s' % (
+        tls(identity_of(name)) + ('%s', '%s')), address, name)
     output = refused.stdout + refused.stderr
     assert refused.rc != 0 and "@ERROR: Unknown module 'self-only'" in output, output
     assert not client.file('/tmp/self-%s' % name).exists
     logged = host.check_output('journalctl --no-pager -t rsyncd --since %s', since)
     assert 'rsync denied on module self-only from UNDETERMINED (%s)' % PEER[name][1] in logged, logged
     # the host itself, which the module lists, reads it through the same daemon
-    own = host.run('RSYNC_SSL_CA_CERT={0}/ca.crt RSYNC_SSL_CERT={0}/self.crt RSYNC_SSL_KEY={0}/self.key timeout 60 '
-                   'rsync-ssl --type=openssl rsync://127.0.0.1/self-only/hello.txt /tmp/self-own'.format(SERVER))
+    own = host.run('%s timeout 60 %s rsync://%s/self-only/hello.txt /tmp/self-own' % (
+        tls(identity_of(None, SERVER, 'self')) + ('%s',)), '127.0.0.1')
     assert own.rc == 0, own.stderr
 
 
 def test_the_server_certificate_is_refused_as_a_client(host, peer):
     """The receiver's own certificate (serverAuth only) shown by a client: refused in the handshake."""
     target = 'server-cert-%s' % uuid.uuid4().hex
-    env = 'RSYNC_SSL_CA_CERT={0}/ca.crt RSYNC_SSL_CERT={0}/host.crt RSYNC_SSL_KEY={0}/host.key'.format(SERVER)
-    result = send(host, '127.0.0.1', 'migrate', PASSWORD, target, env=env)
+    result = send(host, '127.0.0.1', 'migrate', PASSWORD, target, identity_of(None, SERVER))
     output = result.stdout + result.stderr
-    assert result.rc != 0 and 'did not see server greeting' in output and '@ERROR' not in output, output
+    assert result.rc != 0 and 'SSL routines' in output and '@ERROR' not in output, output
     assert not host.file('/srv/incoming/' + target).exists
 
 
 def test_a_sender_certificate_is_refused_as_a_server(host, name):
-    """A TLS server that shows a sender's certificate (clientAuth only): rsync-ssl's client refuses it."""
+    """A TLS server that shows a sender's certificate (clientAuth only): the collection's TLS client refuses it."""
     receiver = PEER[name][0]
     server = host.run('cd /tmp && (timeout 20 openssl s_server -quiet -accept 127.0.0.1:9875 -cert %s/host.crt '
                       '-key %s/host.key </dev/null >/dev/null 2>&1 &) && sleep 1', client_dir(receiver),
                       client_dir(receiver))
     assert server.rc == 0
-    result = host.run('RSYNC_SSL_PORT=9875 %s timeout 15 rsync-ssl --type=openssl rsync://127.0.0.1/incoming/'
-                      % env_of(receiver))
+    result = host.run('%s timeout 15 %s rsync://%s/incoming/' % (tls(identity_of(receiver), 9875) + ('%s',)),
+                      '127.0.0.1')
     output = result.stdout + result.stderr
     assert result.rc != 0 and 'unsuitable certificate purpose' in output, output
 

@@ -27,22 +27,11 @@ ROWS = (
 )
 
 # What a role cannot do on a row: the role, the rows, the variable and the values that need what the row lacks, why,
-# and what would work.  A role absent here serves every row.
-LIMITS = (
-    {'role': 'rsync_daemon', 'rows': ('EL 8',), 'variable': 'rsync_daemon_transport', 'values': ('tls', 'both'),
-     'why': "its rsync is 3.1.3, without rsync-ssl (rsync ships it from 3.2.0), which the TLS daemon's self-check "
-            "on the receiver and its senders run",
-     'works': 'rsync_daemon_transport=plain on a private circuit, a VPN or IPsec, or a Debian or Ubuntu receiver'},
-    {'role': 'rsync_daemon', 'rows': ('EL 9',), 'variable': 'rsync_daemon_transport', 'values': ('tls', 'both'),
-     'why': "its rsync is 3.2.3, whose rsync-ssl has no RSYNC_SSL_KEY (rsync 3.2.4 added it), and the client "
-            "certificates' keys are files of their own, so the self-check and the senders cannot present them",
-     'works': 'rsync_daemon_transport=plain on a private circuit, a VPN or IPsec, or a Debian or Ubuntu receiver'},
-    {'role': 'migrate', 'rows': ('EL 8', 'EL 9'), 'variable': 'migrate_transport', 'values': ('tls',),
-     'why': "the sender's rsync-ssl cannot present its client certificate: EL 8's rsync 3.1.3 has no rsync-ssl, EL 9's "
-            "3.2.3 has no RSYNC_SSL_KEY (rsync 3.2.4 added it)",
-     'works': 'migrate_transport=plain to a plain daemon on a private circuit, a VPN or IPsec, or a Debian or '
-              'Ubuntu sender'},
-)
+# and what would work ({'role', 'rows', 'variable', 'values', 'why', 'works'}).  A role absent here serves every row.
+# None now: the TLS daemon and the TLS sender on EL 8 and 9 were limits while the TLS client was rsync-ssl (EL 8's
+# rsync 3.1.3 has none, EL 9's 3.2.3 no RSYNC_SSL_KEY); the client is rsync with openssl s_client as its connect
+# program now (rsynctls.client_command), which every row has.
+LIMITS = ()
 
 
 def row(facts):

@@ -18,7 +18,7 @@ A run is one pass of the migration: with deletes (a mirror), first a dry run tha
 the source no longer has, refused above the guard before anything moves; then the copy: the runner walks the tree
 (tree.py, the excludes applied) and cuts it into parts while it walks (fpart's live mode: a part closes at
 part_files names or part_bytes bytes), and each part goes to the first free of the N stream slots (one rsync
---files-from per part, over TLS with rsync-ssl or in cleartext; a slot runs its parts one after another), so that
+--files-from per part, over TLS (rsync with openssl s_client as its connect program) or in cleartext; a slot runs its parts one after another), so that
 the first bytes move while the tree is still being listed, and no list of the whole tree is ever held; the names of
 a hard-linked inode wait until all are met (or the walk ends) and go into one part, since rsync -H links names only
 within one transfer.  Then the deletes; then the proof (an rsync dry run of every part with --checksum, or with
@@ -213,7 +213,7 @@ def stream_limit_kib(bwlimit_bps, streams):
 
 
 def rsync_argv(config, list_path, extra=()):
-    """The rsync (or rsync-ssl) command of one stream of ``config`` over the NUL-separated list at ``list_path``
+    """The rsync command of one stream of ``config`` over the NUL-separated list at ``list_path``
     (TREE: the whole tree, as the deletes read it)."""
     binary = list(config.get('command') or ['rsync'])       # rsynctls.client_command()'s, through the config
     limit = ['--bwlimit=%dk' % stream_limit_kib(config['bwlimit_bps'], config['streams'])] \

@@ -44,7 +44,7 @@ def target(sender, receiver, receiver_vars, sender_address, module=None, user=No
            subdir=None, sources=None):
     """The destination of ``sender``'s tree on ``receiver``: {receiver, module, path, dest, owners (whether the module
     runs as root, so that files keep their owners and groups), user, port, transport, max_connections, client (the
-    sender's TLS files for the receiver's migration), command and env (of rsync-ssl, or rsync in cleartext),
+    sender's TLS files for the receiver's migration), command and env (rsynctls.client_command's, or rsync's in cleartext),
     migration, service}.  TargetError when the
     receiver's daemon has no such module, the module is read-only, the user may not write it, it does not admit
     the sender's address, or the transport is one the daemon does not serve."""

@@ -27,6 +27,7 @@ import hashlib
 import ipaddress
 import os
 import re
+import shlex
 import shutil
 import socket
 import ssl
@@ -75,7 +76,6 @@ RENEW_DAYS = 30
 # The certificates' validity in days: the default and the most.
 DAYS, DAYS_MAX = 180, 3650
 CA_DAYS = 825
-ENV_ORDER = ('RSYNC_SSL_CA_CERT', 'RSYNC_SSL_CERT', 'RSYNC_SSL_KEY', 'RSYNC_SSL_PORT')
 # Behind stunnel rsync runs in daemon-over-remote-shell mode, which writes its messages from before the transfer (a
 # write to a read-only module, a chroot that fails) to stderr, as if ssh carried it back; stunnel writes it to the
 # journal instead.  A sender that passes this remote option gets them through rsync's protocol, as from a plain daemon
@@ -99,14 +99,40 @@ def client_dir(parent, migration, receiver):
     return os.path.join(parent, migration, path_name(receiver))
 
 
+# The sender's TLS client: plain rsync with RSYNC_CONNECT_PROG (rsync 3.0 and later; rsync runs it with /bin/sh -c,
+# after putting the host of the rsync:// URL where %H stands), which runs openssl s_client - what rsync-ssl
+# --type=openssl runs, without rsync-ssl, which EL 8's rsync 3.1.3 lacks and whose RSYNC_SSL_KEY EL 9's 3.2.3 lacks.
+# Each option is in OpenSSL 1.1.1 (EL 8) and 3.x: -verify_return_error makes a failed verification end the handshake
+# (it also turns on SSL_VERIFY_PEER), -verify_hostname checks the URL's host against the server certificate's names,
+# -tls1_3 holds the client to TLS 1.3 (the highest there is: TLS 1.3 at least), -quiet implies -ign_eof.
+CONNECT_PROG = 'RSYNC_CONNECT_PROG'
+S_CLIENT = ('openssl', 's_client', '-quiet', '-verify_quiet', '-verify_return_error', '-tls1_3')
+
+
+def connect_program(identity, port):
+    """The command rsync runs to reach a TLS daemon on ``port`` as a client with ``identity`` {ca, cert, key} (file
+    paths; a missing one leaves its option out), as RSYNC_CONNECT_PROG takes it.  Every path is quoted for the shell
+    rsync runs it with, and its % doubled (rsync reads %H and %% in it).  The host (%H, what rsync puts there) goes in
+    single quotes: -connect takes it in brackets, as an IPv6 address must be (OpenSSL refuses ::1:874 as ambiguous,
+    and takes any name in brackets), and unquoted a bracket is a shell pattern."""
+    words = list(S_CLIENT)
+    for key, option in (('ca', '-CAfile'), ('cert', '-cert'), ('key', '-key')):
+        if identity.get(key):
+            words += [option, shlex.quote(str(identity[key])).replace('%', '%%')]
+    return ' '.join(words + ["-servername '%%H' -verify_hostname '%%H' -connect '[%%H]:%d'" % int(port)])
+
+
+def shell_word(text):
+    """``text`` as one word for a shell (a command to copy): in double quotes where nothing in it is special there."""
+    return '"%s"' % text if not re.search(r'["$`\\!]', text) else shlex.quote(text)
+
+
 def client_command(identity, port):
-    """The start of an rsync-ssl command and its environment, the one place of both: (argv, env) for a client with
-    the identity {ca, cert, key} (file paths; a missing one leaves its variable out) to a TLS daemon on ``port``.  The
-    migration's runner (through its config) and the daemon's self-check (rsync_daemon_check) run it."""
-    env = dict((var, identity[key]) for key, var in (('ca', 'RSYNC_SSL_CA_CERT'), ('cert', 'RSYNC_SSL_CERT'),
-                                                     ('key', 'RSYNC_SSL_KEY')) if identity.get(key))
-    env['RSYNC_SSL_PORT'] = str(int(port))
-    return ['rsync-ssl', '--type=openssl', SERVER_MESSAGES], env
+    """The start of the TLS client's command and its environment, the one place of both: (argv, env) for a client
+    with the identity {ca, cert, key} (file paths) to a TLS daemon on ``port``: rsync with SERVER_MESSAGES, and
+    RSYNC_CONNECT_PROG (connect_program).  The migration's runner (through its config; migrate_run builds it again
+    for the run's own copy of the identity) and the daemon's self-check (rsync_daemon_check) run it."""
+    return ['rsync', SERVER_MESSAGES], {CONNECT_PROG: connect_program(identity, port)}
 
 
 def layout(migration, client_parent=CLIENT_DIR, controller_ca_dir=CONTROLLER_CA_DIR, port=TLS_PORT, receiver='',
@@ -129,7 +155,7 @@ def layout(migration, client_parent=CLIENT_DIR, controller_ca_dir=CONTROLLER_CA_
            'controller_ca': dict([('dir', before)]
                                  + [(key, os.path.join(before, name)) for key, name in CA_FILES.items()])}
     out['command'], out['env_vars'] = client_command(out['client'], port)
-    out['env'] = ' '.join('%s=%s' % (key, out['env_vars'][key]) for key in ENV_ORDER)
+    out['env'] = ' '.join('%s=%s' % (key, shell_word(value)) for key, value in sorted(out['env_vars'].items()))
     out.update(ciphersuites=CIPHERSUITES, ciphers=CIPHERS_TLS12, ca_days=CA_DAYS, server_messages=SERVER_MESSAGES,
                marks={'begin': WRAP_MARK_BEGIN, 'end': WRAP_MARK_END})
     return out
@@ -213,7 +239,7 @@ def name_kind(text):
 
 def subject_alt_names(names):
     """The subjectAltName entries for ``names`` as community.crypto's openssl_csr takes them: an address is written
-    as IP and as DNS, because rsync-ssl checks the host name it was given (openssl s_client -verify_hostname), which
+    as IP and as DNS, because the TLS client checks the host name it was given (openssl s_client -verify_hostname), which
     only matches DNS entries, even for an address.  Sorted, without duplicates and without what is neither a name nor
     an address: ['DNS:198.18.3.12', 'DNS:rsync-b', 'IP:198.18.3.12', ...]."""
     entries = set()
@@ -533,10 +559,20 @@ def closed(host, port, timeout):
         return True, 'port %d: %s' % (port, exc)
 
 
+def refused_in_handshake(rc, out, landed):
+    """Whether an upload through the TLS client (rc, its output, whether the file arrived) was refused in the
+    handshake: it failed, nothing arrived, rsyncd said nothing (no @ERROR), and either rsync saw no greeting or
+    openssl, the client's connect program, said why the handshake failed.  Which of rsync's words come depends on
+    when the connect program ends: "did not see server greeting" (the connection's end), or "safe_read failed ...
+    Connection reset by peer" (it ended with rsync's own greeting unread, measured with rsync 3.2.7)."""
+    return (rc != 0 and not landed and '@ERROR' not in out
+            and ('did not see server greeting' in out or 'SSL routines' in out))
+
+
 def tls_checks(module, params, users, upload):
     """The checks of the TLS layer, each before any rsync exchange, of the module rsync_daemon_check (``params``):
     ([{check, module, passed, detail}], the handshake).  ``users``: {user: password} from the secrets file;
-    ``upload(module_name, user, file_name, password, identity)``: (rc, output) of an rsync-ssl upload of a file as
+    ``upload(module_name, user, file_name, password, identity)``: (rc, output) of a TLS client's upload of a file as
     ``file_name`` with the client identity {ca, cert, key}."""
     tls, host, timeout = params['tls'], params['host'], params['timeout']
     results = []
@@ -583,9 +619,8 @@ def tls_checks(module, params, users, upload):
             landed = os.path.lexists(os.path.join(target.get('path', '/nonexistent'), name))
             if landed:
                 os.unlink(os.path.join(target['path'], name))
-            # refused in the handshake: rsync never saw the daemon's greeting (no @ERROR from rsyncd)
-            add(check, rc != 0 and not landed and '@ERROR' not in out and 'did not see server greeting' in out,
-                'rsync-ssl exit %d%s: %s' % (rc, ', but the file arrived' if landed else '', out[-300:] or 'no output'))
+            add(check, refused_in_handshake(rc, out, landed),
+                'rsync exit %d%s: %s' % (rc, ', but the file arrived' if landed else '', out[-300:] or 'no output'))
     finally:
         shutil.rmtree(directory, ignore_errors=True)
     return results, shake

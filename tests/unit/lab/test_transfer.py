@@ -148,12 +148,14 @@ def test_commands_name_the_transports():
     assert parallel.count('--files-from=/srv/xfer/parts/3/') == 3 and 'wait $p || rc=1' in parallel
     assert 'echo "stream 2 $s $(date +%s.%N)" >>"$err/2"' in parallel and 'cat "$err"/* >&2' in parallel
     tls = transfer.commands(lab, 'rsync_tls', 4)
-    assert tls.startswith('RSYNC_SSL_CA_CERT=/etc/bdp-wan-tune/rsync-tls-client/transfer-lab/bdp-lab-b/ca.crt '
-                          'RSYNC_SSL_CERT=/etc/bdp-wan-tune/rsync-tls-client/transfer-lab/bdp-lab-b/host.crt '
-                          'RSYNC_SSL_KEY=/etc/bdp-wan-tune/rsync-tls-client/transfer-lab/bdp-lab-b/host.key '
-                          'RSYNC_SSL_PORT=874 ')
-    assert 'rsync-ssl --type=openssl -a --password-file=' in tls and tls.endswith('rsync://xfer@198.18.0.2/xfer/rsync_tls/')
-    assert transfer.commands(lab, 'rsync_tls_parallel', 4).count('rsync-ssl ') == 4
+    # the collection's TLS client (rsynctls.client_command) with the lab's openssl wrapper, which adds -brief
+    assert tls.startswith('RSYNC_CONNECT_PROG="/usr/local/bin/openssl-brief s_client -quiet -verify_quiet '
+                          '-verify_return_error -tls1_3 -CAfile /etc/bdp-wan-tune/rsync-tls-client/transfer-lab/'
+                          'bdp-lab-b/ca.crt -cert /etc/bdp-wan-tune/rsync-tls-client/transfer-lab/bdp-lab-b/host.crt '
+                          '-key /etc/bdp-wan-tune/rsync-tls-client/transfer-lab/bdp-lab-b/host.key -servername \'%H\' '
+                          '-verify_hostname \'%H\' -connect \'[%H]:874\'" rsync -M--no-msgs2stderr -a --password-file=')
+    assert tls.endswith('rsync://xfer@198.18.0.2/xfer/rsync_tls/') and 'rsync-ssl' not in tls
+    assert transfer.commands(lab, 'rsync_tls_parallel', 4).count('RSYNC_CONNECT_PROG=') == 4
     ssh = transfer.commands(lab, 'rsync_ssh_parallel', 4, ssh_streams=8)
     assert ssh.count('--files-from=/srv/xfer/parts/8/') == 8 and 'root@198.18.0.2:/srv/xfer/in/rsync_ssh_parallel/' in ssh
     with pytest.raises(ValueError):

@@ -44,14 +44,16 @@ def host(tmp_path, monkeypatch):
     return state
 
 
-def start(run_module, host, env=None):
+def start(run_module, host, tls=True):
     secret = host['tmp'] / 'migrate.password.transferred'
     secret.write_text('pw\n')
-    env = env if env is not None else {'RSYNC_SSL_CA_CERT': str(host['identity'] / 'ca.crt'), 'RSYNC_SSL_CERT': str(host['identity'] / 'host.crt'),
-           'RSYNC_SSL_KEY': str(host['identity'] / 'host.key')}
+    identity = {'ca': str(host['identity'] / 'ca.crt'), 'cert': str(host['identity'] / 'host.crt'),
+                'key': str(host['identity'] / 'host.key')}
+    config = {'url': 'rsync://198.18.0.2/data/', 'transport': 'tls' if tls else 'plain',
+              'identity': identity if tls else {}, 'port': 874, 'command': ['rsync'], 'env': {}}
     return run_module(migrate_run.main, {
         'receiver': 'b', 'user': 'bdp', 'run_dir': host['run_dir'], 'unit': 'bdp-wan-tune-migrate-test',
-        'config': {'url': 'rsync://198.18.0.2/data/', 'env': env}, 'secret_src': str(secret)})
+        'config': config, 'secret_src': str(secret)})
 
 
 def key_files(host):
@@ -83,7 +85,7 @@ def test_key_files_after_each_step_of_a_runs_life(run_module, host):
 def test_a_start_after_a_reboot_removes_what_the_ended_run_left(run_module, host):
     assert start(run_module, host)['rc'] == 0
     assert key_files(host) == sorted(KEY_NAMES)     # the host rebooted: ExecStopPost= never ran, the unit is gone
-    plain = start(run_module, host, env={})          # the next pass, without TLS: it copies no identity
+    plain = start(run_module, host, tls=False)          # the next pass, without TLS: it copies no identity
     assert plain['rc'] == 0 and plain['started'] is True
     assert key_files(host) == ['password']  # its own password, until its unit ends
     unit_ends(host)

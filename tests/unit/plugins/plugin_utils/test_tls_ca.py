@@ -120,8 +120,11 @@ def test_the_layout_is_scoped_by_the_migration_and_the_receiver():
     assert layout['client']['dir'] == '/srv/client/m1/dc2-a' and layout['client']['parent'] == '/srv/client'
     assert layout['client']['key'] == '/srv/client/m1/dc2-a/host.key'
     assert layout['server']['self_cert'] == '/etc/bdp-wan-tune/rsync-tls/self.crt'
-    assert layout['env'] == ('RSYNC_SSL_CA_CERT=/srv/client/m1/dc2-a/ca.crt RSYNC_SSL_CERT=/srv/client/m1/dc2-a/host.crt '
-                             'RSYNC_SSL_KEY=/srv/client/m1/dc2-a/host.key RSYNC_SSL_PORT=8874')
+    assert layout['env'] == ('RSYNC_CONNECT_PROG="openssl s_client -quiet -verify_quiet -verify_return_error -tls1_3 '
+                             '-CAfile /srv/client/m1/dc2-a/ca.crt -cert /srv/client/m1/dc2-a/host.crt -key '
+                             '/srv/client/m1/dc2-a/host.key -servername \'%H\' -verify_hostname \'%H\' -connect '
+                             '\'[%H]:8874\'"')
+    assert layout['command'] == ['rsync', '-M--no-msgs2stderr']
     assert rsynctls.layout('m1')['ca']['dir'] == '/var/lib/bdp_wan_tune/rsync-tls-ca/m1'
 
 

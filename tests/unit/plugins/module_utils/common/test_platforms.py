@@ -55,11 +55,20 @@ def test_every_fixture_is_the_row_its_name_says():
         assert recorded['python']['version']['minor'] >= 8      # ansible-core 2.19's modules need Python 3.8+
 
 
-def test_a_limit_names_the_host_the_platform_the_variable_why_and_what_works():
+# A limit as LIMITS holds one (there is none now: the TLS client needs no rsync-ssl since rsynctls.client_command
+# runs openssl s_client as rsync's connect program), to prove how problem() reads and words one.
+LIMIT = {'role': 'rsync_daemon', 'rows': ('EL 9',), 'variable': 'rsync_daemon_transport', 'values': ('tls', 'both'),
+         'why': 'its example lacks what the TLS daemon needs', 'works': 'rsync_daemon_transport=plain'}
+
+
+def test_a_limit_names_the_host_the_platform_the_variable_why_and_what_works(monkeypatch):
+    monkeypatch.setattr(platforms, 'LIMITS', (LIMIT,))
     problem = platforms.problem('rsync_daemon', 'rx1', facts('Rocky', '9.5'), {'rsync_daemon_transport': 'both'})
-    assert problem.startswith('rx1: rsync_daemon_transport=both is not supported on Rocky 9.5 (EL 9): its rsync is '
-                              '3.2.3, whose rsync-ssl has no RSYNC_SSL_KEY')
-    assert 'What works: rsync_daemon_transport=plain' in problem
+    assert problem.startswith('rx1: rsync_daemon_transport=both is not supported on Rocky 9.5 (EL 9): its example '
+                              'lacks what the TLS daemon needs')
+    assert 'What works: rsync_daemon_transport=plain (docs/platforms.md)' in problem
+    assert platforms.problem('rsync_daemon', 'rx1', facts('Rocky', '9.5'), {'rsync_daemon_transport': 'plain'}) is None
+    assert platforms.problem('rsync_daemon', 'rx1', facts('Rocky', '8.9'), {'rsync_daemon_transport': 'tls'}) is None
     assert problem.endswith('Nothing was changed on this host.')
     assert 'Debian 12.8 (' not in (platforms.problem('rsync_daemon', 'rx1', facts('Debian', '12.8'), {}) or '')
 
@@ -69,6 +78,11 @@ def test_a_limit_names_the_host_the_platform_the_variable_why_and_what_works():
     ('rsync_daemon', facts('Debian', '12.8'), {'rsync_daemon_transport': 'tls'}),
     ('rsync_daemon', facts('Ubuntu', '22.04'), {'rsync_daemon_transport': 'both'}),
     ('rsync_daemon', facts('CentOS', '7.9'), {'rsync_daemon_transport': 'tls'}),   # outside the matrix: no limit
+    # the TLS client is rsync with openssl s_client (no rsync-ssl): EL 8's rsync 3.1.3 and EL 9's 3.2.3 serve
+    ('rsync_daemon', facts('OracleLinux', '8.10'), {'rsync_daemon_transport': 'tls'}),
+    ('rsync_daemon', facts('Rocky', '9.5'), {'rsync_daemon_transport': 'both'}),
+    ('migrate', facts('RedHat', '8.10'), {'migrate_transport': 'tls'}),
+    ('migrate', facts('AlmaLinux', '9.5'), {'migrate_transport': 'tls'}),
     ('tcp_buffers', facts('RedHat', '8.10'), {}),
 ])
 def test_what_is_not_limited(role, given, inputs):

@@ -95,7 +95,8 @@ def test_the_destination_comes_from_the_receivers_inventory():
     assert (out['module'], out['user'], out['dest'], out['port'], out['max_connections']) == (
         'incoming', 'migrate', '/srv/incoming/dc1-a', 874, 6)
     assert out['client']['cert'] == '/etc/bdp-wan-tune/rsync-tls-client/m1/dc2-a/host.crt'
-    assert out['env']['RSYNC_SSL_KEY'] == '/etc/bdp-wan-tune/rsync-tls-client/m1/dc2-a/host.key'
+    assert ' -key /etc/bdp-wan-tune/rsync-tls-client/m1/dc2-a/host.key ' in out['env']['RSYNC_CONNECT_PROG']
+    assert out['command'] == ['rsync', '-M--no-msgs2stderr']
     assert _target.url(out, '198.18.3.12') == 'rsync://migrate@198.18.3.12:874/incoming/dc1-a/'
     root = _target.target('dc1-a', 'dc2-a', RECEIVER, '198.18.3.11', subdir='/', user='other', transport='tls')
     assert root['dest'] == '/srv/incoming' and _target.url(root, 'h') == 'rsync://other@h:874/incoming/'
