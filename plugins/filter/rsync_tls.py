@@ -55,8 +55,17 @@ def rsync_tls_platform(transport, os_family, major_version, distribution=None):
     return rsynctls.platform_problem(transport, os_family, major_version, distribution) or ''
 
 
+def rsync_tls_firewall_rules(sources, port):
+    """[{source, family, port, rich_rule, comment}]: the host firewall's rules that open the TLS port to the sources."""
+    try:
+        return rsynctls.firewall_rules(sources, port)
+    except (ValueError, TypeError) as exc:
+        raise AnsibleFilterError('rsync_tls_firewall_rules: %s' % exc)
+
+
 class FilterModule(object):
     def filters(self):
         return {'rsync_tls_layout': rsync_tls_layout, 'rsync_tls_names': rsync_tls_names,
                 'rsync_tls_validity': rsync_tls_validity, 'rsync_tls_gate_sets': rsync_tls_gate_sets,
+                'rsync_tls_firewall_rules': rsync_tls_firewall_rules,
                 'rsync_tls_platform': rsync_tls_platform, 'rsync_tls_sender_ids': rsync_tls_sender_ids}

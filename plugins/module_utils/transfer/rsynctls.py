@@ -71,6 +71,12 @@ WRAP_PATH = '/etc/hosts.allow'
 GATE_TABLE = 'bdp_wan_tune'
 GATE_FAMILY = 'inet'
 NFT = '/usr/sbin/nft'                                   # the nftables package's program, on every family
+# The host firewall (roles/rsync_daemon/tasks/tls_firewall.yml): in the state directory, the record of the rules the
+# role added and copies of the files the firewall rewrites when they change, which state absent puts back.
+FIREWALL_RECORD = 'rsync_daemon_firewall.json'
+FIREWALL_KEEP = 'rsync_daemon_firewall'
+FIREWALL_FILES = {'firewalld': ['/etc/firewalld/zones/<zone>.xml', '/etc/firewalld/zones/<zone>.xml.old'],
+                  'ufw': ['/etc/ufw/user.rules', '/etc/ufw/user6.rules']}
 # The receiver's files in DIR: the trust anchor, its server certificate and key, the stunnel configuration, and the
 # client identity of its own self-check.  A sender's files in <client_dir>/<migration>/<receiver>: ca, cert, key
 # (earlier versions: in <client_dir>/<migration>, which the module rsync_daemon_tls copies into the receiver's).
@@ -125,7 +131,9 @@ def layout(migration, client_parent=CLIENT_DIR, controller_ca_dir=CONTROLLER_CA_
     controller_ca: {dir, cert, key} (where earlier versions kept it, on the controller), command, env, env_vars,
     ciphersuites, ciphers, ca_days, server_messages (the rsync option that brings the daemon's messages to the
     sender), marks (of the block earlier versions kept in /etc/hosts.allow), gate: {family, table, nft, rules} (the
-    source gate's table in nftables, the program and the file that loads it)}.  ``command`` and ``env_vars`` are client_command()'s for a
+    source gate's table in nftables, the program and the file that loads it), firewall: {record, keep, files} (the
+    record of the rules the role added to the host firewall, the directory of the copies of that firewall's files,
+    and those files for each firewall; <zone> stands for firewalld's default zone)}.  ``command`` and ``env_vars`` are client_command()'s for a
     sender's identity, ``env`` the environment as a shell prefix."""
     client = client_dir(client_parent, migration, receiver)
     authority = os.path.join(state_dir, CA_SUBDIR, migration)
@@ -142,7 +150,9 @@ def layout(migration, client_parent=CLIENT_DIR, controller_ca_dir=CONTROLLER_CA_
     out.update(ciphersuites=CIPHERSUITES, ciphers=CIPHERS_TLS12, ca_days=CA_DAYS, server_messages=SERVER_MESSAGES,
                marks={'begin': WRAP_MARK_BEGIN, 'end': WRAP_MARK_END},
                gate={'family': GATE_FAMILY, 'table': GATE_TABLE, 'nft': NFT,
-                     'rules': os.path.join(DIR, SERVER_FILES['gate'])})
+                     'rules': os.path.join(DIR, SERVER_FILES['gate'])},
+               firewall={'record': os.path.join(state_dir, FIREWALL_RECORD),
+                         'keep': os.path.join(state_dir, FIREWALL_KEEP), 'files': FIREWALL_FILES})
     return out
 
 
@@ -339,6 +349,25 @@ def gate_sets(sources):
         out[key] = [str(net.network_address) if net.prefixlen == net.max_prefixlen else str(net)
                     for net in ipaddress.collapse_addresses(networks[version])]
     return out
+
+
+FIREWALL_COMMENT = 'bdp.wan_tune rsync_daemon TLS'
+
+
+def firewall_rules(sources, port):
+    """The host firewall's rules for the TLS ``port``: one per source of gate_sets() that is not a loopback address
+    (the host's own self-check never passes a host firewall), as [{source, family, port, rich_rule, comment}]:
+    ``rich_rule`` for ansible.posix.firewalld, ``source``, ``port`` and ``comment`` for community.general.ufw."""
+    port = int(port)
+    rules = []
+    for family, elements in sorted(gate_sets(sources).items()):
+        for source in elements:
+            if ipaddress.ip_network(source).is_loopback:
+                continue
+            rules.append({'source': source, 'family': family, 'port': port, 'comment': FIREWALL_COMMENT,
+                          'rich_rule': 'rule family="%s" source address="%s" port port="%d" protocol="tcp" accept'
+                                       % (family, source, port)})
+    return rules
 
 
 NFNL_SUBSYS_NFTABLES, NFT_MSG_GETTABLES = 10, 1
