@@ -186,6 +186,14 @@ def test_the_source_gate_sets_and_the_marks_of_earlier_versions():
     assert 'BEGIN on line(s) 2, END on line(s) none' in rsynctls.wrap_problem(whole.replace('# END', '# end'))
 
 
+def test_the_host_firewall_opens_to_the_sources_but_not_to_loopback():
+    rules = rsynctls.firewall_rules(['198.18.3.0/24', '198.18.3.11', '127.0.0.1', '::1', '2001:db8::5/64'], '874')
+    assert [(rule['family'], rule['source'], rule['port']) for rule in rules] == [
+        ('ipv4', '198.18.3.0/24', 874), ('ipv6', '2001:db8::/64', 874)]
+    assert rules[0]['rich_rule'] == 'rule family="ipv4" source address="198.18.3.0/24" port port="874" protocol="tcp" accept'
+    assert rsynctls.firewall_rules(['127.0.0.1', '::1'], 874) == []
+
+
 @pytest.mark.parametrize('family, major, transport', [
     ('Debian', '12', 'tls'), ('RedHat', '9', 'tls'), ('RedHat', '8', 'both'), ('RedHat', '', 'tls')])
 def test_no_distribution_is_refused_by_name(family, major, transport):
