@@ -51,6 +51,12 @@ START = {'firewalld': 'systemctl enable --now firewalld && firewall-cmd --state'
 FILES = {'firewalld': '/etc/firewalld', 'ufw': '/etc/ufw'}
 RULES = {'firewalld': 'firewall-cmd --list-all-zones; firewall-cmd --permanent --list-all-zones',
          'ufw': 'ufw status verbose'}
+# The peer's rule taken out and put back at runtime only (firewalld), or as the role wrote it (ufw)
+RICH = 'rule family="ipv4" source address="%(peer)s" port port="874" protocol="tcp" accept'
+CLOSE = {'firewalld': "firewall-cmd --remove-rich-rule='" + RICH + "'",
+         'ufw': 'ufw delete allow from %(peer)s to any port 874 proto tcp'}
+OPEN = {'firewalld': "firewall-cmd --add-rich-rule='" + RICH + "'",
+        'ufw': "ufw allow from %(peer)s to any port 874 proto tcp comment 'bdp.wan_tune rsync_daemon TLS'"}
 CLIENT = '/etc/bdp-wan-tune/rsync-tls-client/fw1/bdp-fw-r'
 VARS = {
     'rsync_daemon_tls_migration': 'fw1',
@@ -177,6 +183,12 @@ def test_the_firewall_opens_to_the_peer_only_and_absent_restores_it(lab):
     peer = lab.handshake('P')
     assert peer.returncode == 0 and 'Protocol version: TLSv1.3' in peer.stdout, peer.stdout
     assert 'Verification: OK' in peer.stdout, peer.stdout
+    # the firewall's rule is what lets the peer in: without it (at runtime only) the peer gets no handshake either
+    sh('R', CLOSE[lab.kind] % {'peer': HOSTS['P'][1]})
+    closed = lab.handshake('P')
+    sh('R', OPEN[lab.kind] % {'peer': HOSTS['P'][1]})
+    assert closed.returncode != 0 and 'Protocol version' not in closed.stdout, closed.stdout
+    assert lab.handshake('P').returncode == 0
     # the stranger holds the same valid client identity, and gets no handshake
     sh('S', 'mkdir -p %s' % CLIENT)
     for name in ('ca.crt', 'host.crt', 'host.key'):
