@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the local execution-environment image localhost/bdp-wan-tune-ee:latest (make ee): ansible-core and
-# ansible-runner (pinned in requirements.txt), dumb-init and ansible-builder 3's entrypoint, community.crypto and this
-# collection, on top of the project's base image localhost/bdp-wan-tune-debian12:latest (scripts/build-image.sh: iperf3,
+# ansible-runner (pinned in requirements.txt), dumb-init and ansible-builder 3's entrypoint, galaxy.yml's dependencies
+# and this collection, on top of the project's base image localhost/bdp-wan-tune-debian12:latest (scripts/build-image.sh: iperf3,
 # openssh-client). No registry, no Galaxy, and no network inside the build: the wheels are fetched here by the venv's
 # pip (cached in .cache/ee-wheels/), the collections come from the checkout and from the venv's `ansible` package.
 # The Containerfile is ee/Containerfile; the build context is a temporary directory holding only what it copies.
@@ -82,28 +82,39 @@ shopt -u nullglob
 tarball="${tarballs[0]}"
 tar -xzOf "$tarball" MANIFEST.json | sha256sum | cut -d' ' -f1 > "$CTX/bdp.wan_tune.sha256"
 
-# --- community.crypto: from the `ansible` package in the venv (Galaxy is unreachable) ----------------------------
+# --- galaxy.yml's dependencies (community.crypto, ansible.posix, community.general): from the `ansible` package in
+# the venv (Galaxy is unreachable), each checked against galaxy.yml's range ------------------------------------------
 purelib="$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
-crypto_src="$purelib/ansible_collections/community/crypto"
-[ -f "$crypto_src/MANIFEST.json" ] || die "community.crypto not found in the venv ($crypto_src): run make setup"
-crypto_version="$("$PY" - "$ROOT/galaxy.yml" "$crypto_src/MANIFEST.json" <<'EOF'
+dependencies="$("$PY" - "$ROOT/galaxy.yml" "$purelib/ansible_collections" <<'EOF'
 import json
+import os
 import sys
 
 import yaml
 from ansible.galaxy.dependency_resolution.versioning import meets_requirements
 
 with open(sys.argv[1]) as handle:
-    wanted = yaml.safe_load(handle)['dependencies']['community.crypto']
-with open(sys.argv[2]) as handle:
-    version = json.load(handle)['collection_info']['version']
-if not meets_requirements(version, wanted):
-    sys.exit('build-ee: the venv has community.crypto %s; galaxy.yml wants %s' % (version, wanted))
-print(version)
+    wanted = yaml.safe_load(handle)['dependencies']
+for name, spec in sorted(wanted.items()):
+    manifest = os.path.join(sys.argv[2], *name.split('.'), 'MANIFEST.json')
+    if not os.path.isfile(manifest):
+        sys.exit('build-ee: %s not found in the venv (%s): run make setup' % (name, manifest))
+    with open(manifest) as handle:
+        version = json.load(handle)['collection_info']['version']
+    if not meets_requirements(version, spec):
+        sys.exit('build-ee: the venv has %s %s; galaxy.yml wants %s' % (name, version, spec))
+    print(name, version)
 EOF
-)"
-tar -C "$crypto_src/.." --exclude=__pycache__ -cf - crypto | tar -C "$CTX/collections/community" -xf -
-sha256sum <"$crypto_src/MANIFEST.json" | cut -d' ' -f1 > "$CTX/community.crypto.sha256"
+)" || die "galaxy.yml's dependencies are not usable from the venv"
+: > "$CTX/dependencies.sha256"
+while read -r name dep_version; do
+    namespace="${name%%.*}"; collection="${name#*.}"
+    mkdir -p "$CTX/collections/$namespace"
+    tar -C "$purelib/ansible_collections/$namespace" --exclude=__pycache__ -cf - "$collection" |
+        tar -C "$CTX/collections/$namespace" -xf -
+    printf '%s %s %s\n' "$name" "$dep_version" "$(sha256sum <"$purelib/ansible_collections/$namespace/$collection/MANIFEST.json" |
+        cut -d' ' -f1)" >> "$CTX/dependencies.sha256"
+done <<< "$dependencies"
 
 # --- Python packages ---------------------------------------------------------------------------------------------
 pins="$(grep -E '^ansible-(core|runner)==' "$ROOT/requirements.txt" || true)"
@@ -130,7 +141,7 @@ entrypoint="$("$PY" -c 'import ansible_builder, os; print(os.path.dirname(ansibl
 [ -f "$entrypoint" ] || die "ansible-builder's entrypoint not found ($entrypoint): run make setup"
 cp "$entrypoint" "$CTX/entrypoint"
 
-HASH="$(cat "${BASH_SOURCE[0]}" "$ROOT/ee/Containerfile" "$CTX/entrypoint" "$CTX/community.crypto.sha256" \
+HASH="$(cat "${BASH_SOURCE[0]}" "$ROOT/ee/Containerfile" "$CTX/entrypoint" "$CTX/dependencies.sha256" \
     "$CTX/bdp.wan_tune.sha256" <(printf '%s\n' "$base_id" "$wheel_key" "$system_packages") | sha256sum | cut -c1-16)"
 
 if [ "${FORCE:-0}" != "1" ] && podman image exists "$IMAGE"; then
@@ -163,7 +174,7 @@ cp "$wheels"/*.whl "$CTX/wheels/"
 version="$(basename "$tarball" .tar.gz)"
 version="${version#bdp-wan_tune-}"
 old_id="$(podman image inspect --format '{{.Id}}' "$IMAGE" 2>/dev/null || true)"
-log "podman build -> $IMAGE (bdp.wan_tune $version, community.crypto $crypto_version, $(grep -E '^ansible-(core|runner)==' "$CTX/requirements.txt" | tr '\n' ' ')from $BASE_IMAGE)"
+log "podman build -> $IMAGE (bdp.wan_tune $version, $(awk '{ printf "%s %s, ", $1, $2 }' "$CTX/dependencies.sha256")$(grep -E '^ansible-(core|runner)==' "$CTX/requirements.txt" | tr '\n' ' ')from $BASE_IMAGE)"
 if ! podman build --pull=never --network=none --layers \
     --build-arg "EE_BASE_IMAGE=$BASE_IMAGE" --build-arg "EE_SYSTEM_PACKAGES=$system_packages" \
     --label "$LABEL=$HASH" --label "org.bdp.wan_tune.version=$version" \

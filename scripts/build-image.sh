@@ -2,7 +2,8 @@
 # Build the local systemd test image localhost/bdp-wan-tune-debian12:latest (also the WAN lab hosts:
 # openssh-server, rsync and fpart (fpsync, with dma as its light mail agent), stunnel4, openssl and python3-cryptography
 # (the rsync daemon over TLS; community.crypto's modules on the hosts; debootstrap does not resolve the virtual package
-# python3-cryptography depends on, so python3-cffi-backend is named) for the transfer lab, whose hosts reach no mirror)
+# python3-cryptography depends on, so python3-cffi-backend is named) and nftables (the TLS daemon's source gate) for
+# the transfer lab, whose hosts reach no mirror)
 # (no container registry is reachable: debootstrap + podman import).
 #
 # The image is labelled with the sha256 of this script; when an image with
@@ -15,7 +16,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 IMAGE="${BDP_IMAGE:-localhost/bdp-wan-tune-debian12:latest}"
 LABEL="org.bdp.wan_tune.build-hash"
 SUITE=bookworm
-PACKAGES=systemd,systemd-sysv,dbus,python3,iproute2,procps,kmod,iperf3,openssh-client,openssh-server,rsync,fpart,bsd-mailx,dma,ca-certificates,sudo,iputils-ping,stunnel4,openssl,python3-cryptography,python3-cffi-backend
+PACKAGES=systemd,systemd-sysv,dbus,python3,iproute2,procps,kmod,iperf3,openssh-client,openssh-server,rsync,fpart,bsd-mailx,dma,ca-certificates,sudo,iputils-ping,stunnel4,openssl,python3-cryptography,python3-cffi-backend,nftables
 ROOTFS="$ROOT/.cache/rootfs-debian12"
 
 export CONTAINERS_CONF="${CONTAINERS_CONF:-$ROOT/scripts/containers.conf}"

@@ -50,6 +50,8 @@ transports() {
     python -m pytest tests/integration/test_hpn_ssh_sources.py tests/integration/test_rsync_tls_platforms.py tests/integration/test_platforms.py -q
     stage "molecule hpn_ssh (the plumbing with a test stand-in built from Debian's OpenSSH; not HPN-SSH itself)"
     bash scripts/molecule.sh hpn_ssh
+    stage "the rsync TLS daemon behind firewalld and ufw from Debian's archive (peer handshake, stranger refused, absent byte for byte)"
+    python -m pytest tests/integration/test_rsync_tls_firewall.py -q
 }
 
 host() {

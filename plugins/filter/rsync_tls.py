@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, bdp.wan_tune contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The rsync daemon over TLS: its layout, the names of a certificate, how long to issue one, the outer gate's rules
+"""The rsync daemon over TLS: its layout, the names of a certificate, how long to issue one, the source gate's sets
 and the platforms it runs on, from module_utils/transfer/rsynctls.py (the one place of each rule).
 
 Documentation lives in the rsync_tls_*.yml files beside this file.
@@ -42,9 +42,12 @@ def rsync_tls_sender_ids(receivers, predict=()):
         raise AnsibleFilterError(str(exc))
 
 
-def rsync_tls_wrap_rules(sources):
-    """The lines of the collection's block in /etc/hosts.allow for these sources."""
-    return rsynctls.wrap_rules(sources)
+def rsync_tls_gate_sets(sources):
+    """{ipv4, ipv6}: the elements of the source gate's sets in nftables for these addresses and networks."""
+    try:
+        return rsynctls.gate_sets(sources)
+    except (ValueError, TypeError) as exc:
+        raise AnsibleFilterError('rsync_tls_gate_sets: %s' % exc)
 
 
 def rsync_tls_platform(transport, os_family, major_version, distribution=None):
@@ -52,8 +55,17 @@ def rsync_tls_platform(transport, os_family, major_version, distribution=None):
     return rsynctls.platform_problem(transport, os_family, major_version, distribution) or ''
 
 
+def rsync_tls_firewall_rules(sources, port):
+    """[{source, family, port, rich_rule, comment}]: the host firewall's rules that open the TLS port to the sources."""
+    try:
+        return rsynctls.firewall_rules(sources, port)
+    except (ValueError, TypeError) as exc:
+        raise AnsibleFilterError('rsync_tls_firewall_rules: %s' % exc)
+
+
 class FilterModule(object):
     def filters(self):
         return {'rsync_tls_layout': rsync_tls_layout, 'rsync_tls_names': rsync_tls_names,
-                'rsync_tls_validity': rsync_tls_validity, 'rsync_tls_wrap_rules': rsync_tls_wrap_rules,
+                'rsync_tls_validity': rsync_tls_validity, 'rsync_tls_gate_sets': rsync_tls_gate_sets,
+                'rsync_tls_firewall_rules': rsync_tls_firewall_rules,
                 'rsync_tls_platform': rsync_tls_platform, 'rsync_tls_sender_ids': rsync_tls_sender_ids}

@@ -12,7 +12,11 @@ description:
   - The role P(bdp.wan_tune.rsync_daemon#role) makes the keys, requests and certificates of the TLS daemon with
     community.crypto and writes the stunnel configuration and its unit from templates; this module does what comes
     before and after that, under the host's run lock (one state-changing step of the collection at a time).
-  - "O(state=present) on a receiver (O(server=true)): before the first change, keeps a record of what was there
+  - "O(state=present) on a receiver (O(server=true)): first asks the kernel whether root may use nftables (a dump of
+    its tables over netfilter's netlink socket, without the nft program), which the TLS daemon's source gate needs,
+    and refuses a host where it may not (no nf_tables in the kernel, no CAP_NET_ADMIN), naming what would work,
+    before anything changes; returns where the nft program is (the role installs nftables where it is missing)."
+  - "Then, before the first change, keeps a record of what was there
     (whether O(wrap_path) existed, a unit file of the same name, which it keeps a copy of); refuses, before anything
     changes, a O(wrap_path) whose marks of the collection's block are broken (a lone BEGIN would make blockinfile add
     a second block), a CA directory O(ca_dir) with the certificate but not its key, a key that is not root's and 0600,
@@ -92,7 +96,8 @@ options:
     elements: str
     default: []
   wrap_path:
-    description: The hosts_access(5) file stunnel's libwrap reads (O(server=true)).
+    description: The hosts_access(5) file where versions before 0.5.0 kept the TLS daemon's source gate, a block the
+      role now takes out (O(server=true)).
     type: path
     default: /etc/hosts.allow
   service:
@@ -134,6 +139,10 @@ restart_pending:
   description: Whether the unit file is newer than the running daemon, so that a restart is still owed.
   returned: state=present and server=true
   type: bool
+nft:
+  description: The path of the nft program, null where it is not installed.
+  returned: state=present and server=true
+  type: str
 wrap_mode:
   description: The mode of O(wrap_path) (such as C(0644)), which the role keeps when it edits the file; null when
     there is none.
@@ -171,8 +180,9 @@ senders:
   type: list
   elements: str
 wrap_existed:
-  description: Whether O(wrap_path) was there before the role first ran (null when there was no record).
-  returned: state=absent and server=true
+  description: Whether O(wrap_path) was there before the role first ran (with O(state=absent), null when there was
+    no record).
+  returned: server=true
   type: bool
 receivers_left:
   description: The receivers for which the sender still holds an identity in O(migration) (its directory stays while
@@ -196,6 +206,7 @@ check_mode:
 
 import datetime
 import os
+import platform
 import shutil
 import stat
 
@@ -417,6 +428,10 @@ def refuse_lost_ca(module, params, record, result):
 
 
 def server_present(module, params, result):
+    result['nft'] = module.get_bin_path('nft', opt_dirs=['/usr/sbin', '/sbin'])
+    problem = tls.nftables_problem()
+    if problem:
+        module.fail_json(msg=tls.gate_problem(platform.node(), problem), **result)
     wrap = params['wrap_path']
     text = refuse_broken_marks(module, wrap, result)
     result['wrap_mode'] = '%04o' % (os.stat(wrap).st_mode & 0o7777) if text is not None else None
@@ -442,6 +457,7 @@ def server_present(module, params, result):
                                                          os.path.basename(tls.UNIT_PATH))
     else:
         record['made'] = record.get('made', []) + made
+    result['wrap_existed'] = (record.get('wrap') or {}).get('existed', True)
     # The CA of a migration the receiver left: no sender keeps a certificate of it (the role releases their files),
     # so it goes; only a CA directory of the collection's own, never the one in use by another name of its path.
     left = record.get('ca_dir')

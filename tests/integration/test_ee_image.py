@@ -109,6 +109,8 @@ def test_collections(inspect):
             found[name] = info['version']
     assert found.get('bdp.wan_tune') == galaxy()['version'], out
     assert found.get('community.crypto', '').startswith('3.'), out
+    # every dependency galaxy.yml declares (ansible.posix and community.general: the rsync daemon's host firewall step)
+    assert set(galaxy()['dependencies']) <= set(found), out
     # the table a user reads, with community.crypto's version
     table = run('ansible-galaxy', 'collection', 'list').stdout
     assert re.search(r'^community\.crypto\s+3\.\d+\.\d+', table, re.M), table

@@ -157,7 +157,8 @@ def test_stunnel_config(host):
         assert line + '\n' in text, line
     settings = [line for line in text.split('\n') if line and line[0] not in '#;']
     assert not [line for line in settings if 'SO_SNDBUF' in line or 'SO_RCVBUF' in line or line.startswith('socket')]
-    assert 'libwrap = yes' in settings
+    # no libwrap: the source gate is in nftables (the RHEL family's stunnel has no libwrap)
+    assert not [line for line in settings if line.startswith('libwrap')]
     # the role's instance is not in /etc/stunnel, where Debian's stunnel4 service reads every *.conf
     assert not host.file('/etc/stunnel/bdp-rsync-tls.conf').exists
 
@@ -252,19 +253,29 @@ def test_the_handshake_is_tls13_with_an_aead_cipher(host, peer, name):
     assert 'Cipher is (NONE)' in weak.stdout + weak.stderr or weak.rc != 0
 
 
-def test_the_outer_gate_holds_in_stunnel(host):
-    """The union of the modules' sources is libwrap's rule: the role's block at the top of /etc/hosts.allow (the rest
-    of the file and its mode kept); a client with a valid certificate from an unlisted source (127.0.0.2) is refused
-    before the handshake, the same client from 127.0.0.1 is not."""
+def test_the_source_gate_holds_in_nftables(host):
+    """The union of the modules' sources is the gate's: the sets of the table inet bdp_wan_tune (the collection's own,
+    loaded by the unit before stunnel), which resets every other source on 874 before stunnel accepts; a client with
+    a valid certificate from an unlisted source (127.0.0.2) gets no handshake, the same client from 127.0.0.1 does.
+    /etc/hosts.allow holds no block of the collection's any more (the converge took out the earlier version's): on
+    rsync-a it is the administrator's file, its rules and mode kept."""
+    listed = host.check_output('nft -j list table inet bdp_wan_tune')
+    items = json.loads(listed)['nftables']
+    sets = dict((item['set']['name'], item['set'].get('elem', [])) for item in items if 'set' in item)
+
+    def text(element):
+        if isinstance(element, dict):
+            return '%s/%d' % (element['prefix']['addr'], element['prefix']['len'])
+        return element
+    assert sorted(text(e) for e in sets['rsync_tls_ipv4']) == ['127.0.0.1', '198.18.3.0/24'], listed
+    assert [text(e) for e in sets['rsync_tls_ipv6']] == ['::1'], listed
+    assert host.file('/etc/bdp-wan-tune/rsync-tls/gate.nft').mode == 0o644
+    text_before = host.check_output('nft list chain inet bdp_wan_tune rsync_tls')
+    assert 'tcp dport 874 counter packets' in text_before and 'reject with tcp reset' in text_before
     wrap = host.file('/etc/hosts.allow')
-    text = wrap.content_string
-    assert text.startswith('# BEGIN bdp.wan_tune rsync_daemon')
-    assert text.count('# BEGIN bdp.wan_tune') == 1 and text.count('# END bdp.wan_tune rsync_daemon\n') == 1
-    allow = [line for line in text.split('\n') if line.endswith(' : ALLOW')]
-    assert len(allow) == 1 and {'198.18.3.0/255.255.255.0', '127.0.0.1', '[::1]'} <= set(allow[0].split()), text
-    assert '\nbdp-rsync-tls: ALL : DENY\n# END bdp.wan_tune rsync_daemon\n' in text
+    assert 'bdp.wan_tune' not in wrap.content_string and 'bdp-rsync-tls' not in wrap.content_string
     if host.check_output('hostname') == 'rsync-a':         # the administrator's file: its rules and mode kept
-        assert text.endswith('# the administrator\'s own rules\nALL: 127.0.0.1\n') and wrap.mode == 0o640
+        assert wrap.content_string == '# the administrator\'s own rules\nALL: 127.0.0.1\n' and wrap.mode == 0o640
     probe = ('import socket, ssl, sys\n'
              'c = ssl.create_default_context(cafile="%s/ca.crt"); c.check_hostname = False\n'
              'c.load_cert_chain("%s/self.crt", "%s/self.key")\n'
@@ -274,7 +285,16 @@ def test_the_outer_gate_holds_in_stunnel(host):
     assert allowed.rc == 0 and '@RSYNCD' in allowed.stdout, allowed.stderr
     refused = host.run('python3 -c %s 127.0.0.2', probe)
     assert refused.rc != 0 and '@RSYNCD' not in refused.stdout
-    assert 'SSL' in refused.stderr or 'reset' in refused.stderr.lower() or 'EOF' in refused.stderr, refused.stderr
+    assert 'ConnectionRefusedError' in refused.stderr, refused.stderr          # the gate's reset: no handshake
+    counted = host.check_output('nft list chain inet bdp_wan_tune rsync_tls')
+    assert counted != text_before, counted                                     # the reject rule counted it
+
+
+def test_the_unit_loads_the_gate_before_stunnel_and_removes_it_when_it_stops(host):
+    """The gate is there whenever stunnel is: loaded before it starts and at each reload, removed when it stops."""
+    unit = host.file('/etc/systemd/system/bdp-rsync-tls.service').content_string
+    assert 'ExecStartPre=+/usr/sbin/nft -f /etc/bdp-wan-tune/rsync-tls/gate.nft\n' in unit
+    assert 'ExecStopPost=-+/usr/sbin/nft delete table inet bdp_wan_tune\n' in unit
 
 
 def test_each_module_holds_its_own_sources_under_tls(host, peer, name):

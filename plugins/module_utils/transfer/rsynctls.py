@@ -12,9 +12,11 @@ for each connection in exec mode, so with transport ``tls`` nothing listens on 8
 daemon-over-remote-shell mode (``rsync --server --daemon .``) and sets ``REMOTE_HOST`` to the client's address, which
 rsync reads in that mode (clientname.c), so every module's own ``hosts allow`` holds for the real source (measured:
 a module listing only 127.0.0.1 refuses 127.0.0.2 behind stunnel).  In front of that, two gates before any byte
-reaches rsync: libwrap (``libwrap = yes``; a block of the collection's own in /etc/hosts.allow admits the union of
-the modules' sources for the service ``bdp-rsync-tls`` only), and the client's certificate, which must chain to the
-migration's CA and carry clientAuth (``verifyChain``, ``requireCert``; OpenSSL checks the purpose).
+reaches rsync: the source gate, a table of the collection's own in nftables (``inet bdp_wan_tune``, loaded by the
+unit before stunnel starts) that admits the union of the modules' sources to the TLS port and resets every other
+connection to it (gate_sets(), nftables_problem()), and the client's certificate, which must chain to the
+migration's CA and carry clientAuth (``verifyChain``, ``requireCert``; OpenSSL checks the purpose).  Earlier versions
+gated the sources with stunnel's libwrap and a block in /etc/hosts.allow, which the role now takes out.
 
 One receiver of one migration, one trust domain: the CA lives on the receiver that serves the migration, root's
 and 0600 in ``<state_dir>/rsync-tls-ca/<migration>/`` (nothing of it on the controller, which AWX starts afresh for
@@ -34,7 +36,7 @@ import ssl
 import tempfile
 import uuid
 
-from ansible_collections.bdp.wan_tune.plugins.module_utils.common import checks, files
+from ansible_collections.bdp.wan_tune.plugins.module_utils.common import checks, files, ipnet
 from ansible_collections.bdp.wan_tune.plugins.module_utils.common.bdp import read_whole
 from ansible_collections.bdp.wan_tune.plugins.module_utils.transfer.rsyncd import PORT, TLS_PORT, TRANSPORT, Problems
 
@@ -63,12 +65,24 @@ CA_SUBDIR = 'rsync-tls-ca'
 # Earlier versions kept the CAs on the controller, one directory per migration below this one: a run that finds the
 # migration's CA there (and none on the receiver) moves it to the receiver, so that nothing is issued anew.
 CONTROLLER_CA_DIR = '~/.bdp_wan_tune/rsync_tls_ca'
+# Where earlier versions (0.3 and 0.4) kept the source gate: a block in the hosts_access(5) file of stunnel's libwrap,
+# which the role takes out (the module rsync_daemon_tls still refuses broken marks there before anything changes).
 WRAP_PATH = '/etc/hosts.allow'
+# The source gate: a table of nftables of the collection's own, its two sets and its chain (templates/gate.nft.j2).
+GATE_TABLE = 'bdp_wan_tune'
+GATE_FAMILY = 'inet'
+NFT = '/usr/sbin/nft'                                   # the nftables package's program, on every family
+# The host firewall (roles/rsync_daemon/tasks/tls_firewall.yml): in the state directory, the record of the rules the
+# role added and copies of the files the firewall rewrites when they change, which state absent puts back.
+FIREWALL_RECORD = 'rsync_daemon_firewall.json'
+FIREWALL_KEEP = 'rsync_daemon_firewall'
+FIREWALL_FILES = {'firewalld': ['/etc/firewalld/zones/<zone>.xml', '/etc/firewalld/zones/<zone>.xml.old'],
+                  'ufw': ['/etc/ufw/user.rules', '/etc/ufw/user6.rules']}
 # The receiver's files in DIR: the trust anchor, its server certificate and key, the stunnel configuration, and the
 # client identity of its own self-check.  A sender's files in <client_dir>/<migration>/<receiver>: ca, cert, key
 # (earlier versions: in <client_dir>/<migration>, which the module rsync_daemon_tls copies into the receiver's).
 SERVER_FILES = {'ca': 'ca.crt', 'cert': 'host.crt', 'key': 'host.key', 'conf': 'stunnel.conf',
-                'self_cert': 'self.crt', 'self_key': 'self.key'}
+                'self_cert': 'self.crt', 'self_key': 'self.key', 'gate': 'gate.nft'}
 CLIENT_FILES = {'ca': 'ca.crt', 'cert': 'host.crt', 'key': 'host.key'}
 CA_FILES = {'cert': 'ca.crt', 'key': 'ca.key'}
 # Days before the end of a certificate's validity at which it is renewed (and a CA is refused).
@@ -142,7 +156,10 @@ def layout(migration, client_parent=CLIENT_DIR, controller_ca_dir=CONTROLLER_CA_
     cert, key} (a sender's files for this receiver), ca: {dir, cert, key} (the migration's CA on the receiver),
     controller_ca: {dir, cert, key} (where earlier versions kept it, on the controller), command, env, env_vars,
     ciphersuites, ciphers, ca_days, server_messages (the rsync option that brings the daemon's messages to the
-    sender), marks (of the block in /etc/hosts.allow)}.  ``command`` and ``env_vars`` are client_command()'s for a
+    sender), marks (of the block earlier versions kept in /etc/hosts.allow), gate: {family, table, nft, rules} (the
+    source gate's table in nftables, the program and the file that loads it), firewall: {record, keep, files} (the
+    record of the rules the role added to the host firewall, the directory of the copies of that firewall's files,
+    and those files for each firewall; <zone> stands for firewalld's default zone)}.  ``command`` and ``env_vars`` are client_command()'s for a
     sender's identity, ``env`` the environment as a shell prefix."""
     client = client_dir(client_parent, migration, receiver)
     authority = os.path.join(state_dir, CA_SUBDIR, migration)
@@ -157,7 +174,11 @@ def layout(migration, client_parent=CLIENT_DIR, controller_ca_dir=CONTROLLER_CA_
     out['command'], out['env_vars'] = client_command(out['client'], port)
     out['env'] = ' '.join('%s=%s' % (key, shell_word(value)) for key, value in sorted(out['env_vars'].items()))
     out.update(ciphersuites=CIPHERSUITES, ciphers=CIPHERS_TLS12, ca_days=CA_DAYS, server_messages=SERVER_MESSAGES,
-               marks={'begin': WRAP_MARK_BEGIN, 'end': WRAP_MARK_END})
+               marks={'begin': WRAP_MARK_BEGIN, 'end': WRAP_MARK_END},
+               gate={'family': GATE_FAMILY, 'table': GATE_TABLE, 'nft': NFT,
+                     'rules': os.path.join(DIR, SERVER_FILES['gate'])},
+               firewall={'record': os.path.join(state_dir, FIREWALL_RECORD),
+                         'keep': os.path.join(state_dir, FIREWALL_KEEP), 'files': FIREWALL_FILES})
     return out
 
 
@@ -313,18 +334,11 @@ def check(settings, names=None, inventory=None):
 
 
 def platform_problem(transport, os_family, major_version, distribution=None):
-    """Why the TLS daemon cannot run on this distribution, or None.  The RHEL family ships stunnel without libwrap
-    from EL 8 on, and the outer source gate (/etc/hosts.allow) needs it; no such host is tested here."""
-    if transport not in ('tls', 'both') or os_family != 'RedHat':
-        return None
-    major = read_whole(major_version)
-    if major is not None and major < 8:
-        return None
-    return ('rsync_daemon_transport: %s on %s %s: its stunnel is built without libwrap, which the TLS daemon\'s '
-            'outer source gate (%s) needs, and the collection is tested on Debian 12 and 13 only; expected a '
-            'Debian receiver, or rsync_daemon_transport=plain on a private circuit, a VPN or IPsec. Nothing was '
-            'changed on this host.' % (transport, distribution or os_family, major_version or '(version unknown)',
-                                       WRAP_PATH))
+    """Why the TLS daemon cannot run on this distribution, or None.  None for every distribution since the source
+    gate moved from libwrap (which the RHEL family's stunnel lacks from EL 8 on) to nftables, which every kernel of
+    Debian 10+, Ubuntu 20.04+ and EL 8+ has: whether this host's kernel lets root use it is asked on the host
+    (nftables_problem(), by the module rsync_daemon_tls, before anything changes)."""
+    return None
 
 
 # ----------------------------------------------------------------------------- the senders of a play's receivers
@@ -346,40 +360,97 @@ def sender_identities(receivers, predict=()):
     return sorted(identities, key=lambda item: (item['host'], item['migration'], item['receiver']))
 
 
-# ----------------------------------------------------------------------------- the outer gate: /etc/hosts.allow
-# ansible.builtin.blockinfile writes the block with marker "# {mark}" and these two marks (the lines of 0.3.0, so an
-# upgraded host keeps one block); the module rsync_daemon_tls refuses a file whose marks are broken before anything
-# changes, because blockinfile would add a second block after a lone BEGIN.
+# ----------------------------------------------------------------------------- the source gate: nftables
+def gate_sets(sources):
+    """The elements of the gate's two sets for the modules' ``sources`` (addresses and networks as rsyncd's hosts
+    allow takes them, module_utils/common/ipnet.py): {'ipv4': [...], 'ipv6': [...]}, each collapsed (an interval set
+    of nftables refuses overlapping elements: 198.18.3.0/24 and 198.18.3.11 become 198.18.3.0/24) and written as nft
+    reads them (an address alone, a network in CIDR form)."""
+    networks = {4: [], 6: []}
+    for source in sources:
+        network = ipnet.parse_network(source)
+        networks[network.version].append(network)
+    out = {}
+    for version, key in ((4, 'ipv4'), (6, 'ipv6')):
+        out[key] = [str(net.network_address) if net.prefixlen == net.max_prefixlen else str(net)
+                    for net in ipaddress.collapse_addresses(networks[version])]
+    return out
+
+
+FIREWALL_COMMENT = 'bdp.wan_tune rsync_daemon TLS'
+
+
+def firewall_rules(sources, port):
+    """The host firewall's rules for the TLS ``port``: one per source of gate_sets() that is not a loopback address
+    (the host's own self-check never passes a host firewall), as [{source, family, port, rich_rule, comment}]:
+    ``rich_rule`` for ansible.posix.firewalld, ``source``, ``port`` and ``comment`` for community.general.ufw."""
+    port = int(port)
+    rules = []
+    for family, elements in sorted(gate_sets(sources).items()):
+        for source in elements:
+            if ipaddress.ip_network(source).is_loopback:
+                continue
+            rules.append({'source': source, 'family': family, 'port': port, 'comment': FIREWALL_COMMENT,
+                          'rich_rule': 'rule family="%s" source address="%s" port port="%d" protocol="tcp" accept'
+                                       % (family, source, port)})
+    return rules
+
+
+NFNL_SUBSYS_NFTABLES, NFT_MSG_GETTABLES = 10, 1
+NLM_F_REQUEST, NLM_F_DUMP, NLMSG_ERROR, NLMSG_DONE = 0x1, 0x300, 2, 3
+
+
+def nftables_problem(timeout=5):
+    """Why root cannot use nftables on this host, or None: the kernel's answer to the request nft itself sends first
+    (a dump of the tables over netfilter's netlink socket), which needs nf_tables in the kernel and CAP_NET_ADMIN in
+    the host's network namespace (an unprivileged container has neither).  Asked without the nft program, so that a
+    host that cannot hold the gate is refused before its package is installed."""
+    import struct
+    try:
+        sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 12)        # NETLINK_NETFILTER
+    except (OSError, AttributeError) as exc:
+        return 'netfilter\'s netlink socket cannot be opened (%s)' % exc
+    try:
+        sock.settimeout(timeout)
+        sock.bind((0, 0))
+        # nlmsghdr (length, type, flags, seq, port) and nfgenmsg (family AF_UNSPEC, version 0, resource id 0)
+        sock.send(struct.pack('=IHHII', 20, (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_GETTABLES,
+                              NLM_F_REQUEST | NLM_F_DUMP, 1, 0) + struct.pack('=BBH', 0, 0, 0))
+        while True:
+            data = sock.recv(65536)
+            if not data:
+                return 'the kernel closed netfilter\'s netlink socket without an answer'
+            offset = 0
+            while offset + 16 <= len(data):
+                length, kind = struct.unpack_from('=IH', data, offset)
+                if kind == NLMSG_DONE:
+                    return None
+                if kind == NLMSG_ERROR:
+                    error = struct.unpack_from('=i', data, offset + 16)[0]
+                    return None if error == 0 else 'the kernel refuses nftables requests: %s' % os.strerror(-error)
+                offset += max((length + 3) & ~3, 16)
+    except (OSError, socket.error) as exc:
+        return 'the kernel gave no answer to an nftables request (%s)' % exc
+    finally:
+        sock.close()
+
+
+def gate_problem(host, problem):
+    """The refusal of a receiver whose kernel cannot hold the gate (``problem``: nftables_problem()'s answer)."""
+    return ('rsync_daemon_transport (tls or both) on %s: %s, and the TLS daemon\'s source gate is a table of nftables '
+            '(inet %s; it admits only the modules\' hosts_allow to the TLS port). Expected a host whose root may use '
+            'nftables: a kernel with nf_tables (CONFIG_NF_TABLES and CONFIG_NF_TABLES_INET, as every kernel of '
+            'Debian 10+, Ubuntu 20.04+ and EL 8+) and CAP_NET_ADMIN (a VM or a host, or a container with '
+            '--cap-add NET_ADMIN); the role installs the nftables package. Or rsync_daemon_transport=plain on a '
+            'private circuit, a VPN or IPsec. Nothing was changed on this host.'
+            % (host, problem, GATE_TABLE))
+
+
+# The marks of the block earlier versions wrote into /etc/hosts.allow with ansible.builtin.blockinfile (marker
+# "# {mark}"); the module rsync_daemon_tls refuses a file whose marks are broken before anything changes, because
+# blockinfile's state absent would take every line between an END and a later BEGIN.
 WRAP_MARK_BEGIN = 'BEGIN bdp.wan_tune rsync_daemon: who may reach the TLS daemon (stunnel service %s)' % SERVICE_NAME
 WRAP_MARK_END = 'END bdp.wan_tune rsync_daemon'
-
-
-def wrap_pattern(source):
-    """A hosts_access(5) pattern for an address, a network or a host name pattern of rsyncd's hosts allow:
-    198.18.3.0/24 -> 198.18.3.0/255.255.255.0, 2001:db8::/64 -> [2001:db8::]/64, ::1 -> [::1]."""
-    try:
-        network = ipaddress.ip_network(source, strict=False)
-    except ValueError:
-        return source
-    if network.version == 4:
-        if network.prefixlen == 32:
-            return str(network.network_address)
-        return '%s/%s' % (network.network_address, network.netmask)
-    if network.prefixlen == 128:
-        return '[%s]' % network.network_address
-    return '[%s]/%d' % (network.network_address, network.prefixlen)
-
-
-def wrap_rules(sources):
-    """The lines inside the collection's block in /etc/hosts.allow: the listed sources may reach the TLS daemon,
-    nobody else (hosts_options(5) ALLOW and DENY, so /etc/hosts.deny is not touched)."""
-    patterns = []
-    for source in sources:
-        pattern = wrap_pattern(source)
-        if pattern not in patterns:
-            patterns.append(pattern)
-    lines = ['%s: %s : ALLOW' % (SERVICE_NAME, ' '.join(patterns))] if patterns else []
-    return '\n'.join(lines + ['%s: ALL : DENY' % SERVICE_NAME])
 
 
 def wrap_problem(text, path=WRAP_PATH):
@@ -544,7 +615,7 @@ def denied(answer):
 
 def unlisted(host, port, tls, timeout, source='127.0.0.2'):
     """(refused, detail) of a TLS client with a valid certificate that connects from ``source``: refused when no
-    rsync greeting comes (stunnel's libwrap gate closes the connection before the handshake)."""
+    rsync greeting comes (the source gate resets the connection before the handshake)."""
     greeted, answer = module_answer(host, port, tls, '', timeout, source)
     if greeted:
         return False, 'from %s: the rsync daemon answered' % source

@@ -175,22 +175,37 @@ def test_each_sender_is_issued_one_identity_per_receiver_signed_by_that_receiver
     assert [item['predict'] for item in ids] == [False, False, False, True]
 
 
-def test_the_outer_gate_rules_and_marks():
-    assert rsynctls.wrap_rules(['198.18.3.0/24', '198.18.3.0/24', '::1', '2001:db8::/64']) == (
-        'bdp-rsync-tls: 198.18.3.0/255.255.255.0 [::1] [2001:db8::]/64 : ALLOW\nbdp-rsync-tls: ALL : DENY')
-    assert rsynctls.wrap_rules([]) == 'bdp-rsync-tls: ALL : DENY'
+def test_the_source_gate_sets_and_the_marks_of_earlier_versions():
+    """The gate's sets by family, collapsed (nftables refuses overlapping elements of an interval set), a netmask as
+    rsyncd takes it; the marks of the hosts.allow block of 0.3 and 0.4, which the role takes out, are still checked."""
+    assert rsynctls.gate_sets(['198.18.3.0/24', '198.18.3.11', '::1', '2001:db8::5/64', '10.1.0.0/255.255.0.0',
+                               '127.0.0.1']) == {'ipv4': ['10.1.0.0/16', '127.0.0.1', '198.18.3.0/24'],
+                                                 'ipv6': ['::1', '2001:db8::/64']}
+    assert rsynctls.gate_sets([]) == {'ipv4': [], 'ipv6': []}
+    with pytest.raises(ValueError, match='host name'):
+        rsynctls.gate_sets(['rsync-b.example.org'])
     whole = 'x\n# %s\nrules\n# %s\ny\n' % (rsynctls.WRAP_MARK_BEGIN, rsynctls.WRAP_MARK_END)
     assert rsynctls.wrap_problem(whole) is None and rsynctls.wrap_problem(None) is None
     assert 'BEGIN on line(s) 2, END on line(s) none' in rsynctls.wrap_problem(whole.replace('# END', '# end'))
 
 
-@pytest.mark.parametrize('family, major, transport, refused', [
-    ('Debian', '12', 'tls', False), ('RedHat', '9', 'tls', True), ('RedHat', '8', 'both', True),
-    ('RedHat', '7', 'tls', False), ('RedHat', '9', 'plain', False), ('RedHat', '', 'tls', True)])
-def test_tls_is_refused_where_stunnel_has_no_libwrap(family, major, transport, refused):
-    """Generated facts: EL 8 and later ship stunnel without libwrap (no RHEL image can be built here)."""
-    problem = rsynctls.platform_problem(transport, family, major, 'Rocky' if family == 'RedHat' else 'Debian')
-    assert bool(problem) is refused
-    if refused:
-        assert problem.startswith('rsync_daemon_transport: %s on Rocky' % transport) and 'libwrap' in problem
-        assert problem.endswith('Nothing was changed on this host.')
+def test_the_host_firewall_opens_to_the_sources_but_not_to_loopback():
+    rules = rsynctls.firewall_rules(['198.18.3.0/24', '198.18.3.11', '127.0.0.1', '::1', '2001:db8::5/64'], '874')
+    assert [(rule['family'], rule['source'], rule['port']) for rule in rules] == [
+        ('ipv4', '198.18.3.0/24', 874), ('ipv6', '2001:db8::/64', 874)]
+    assert rules[0]['rich_rule'] == 'rule family="ipv4" source address="198.18.3.0/24" port port="874" protocol="tcp" accept'
+    assert rsynctls.firewall_rules(['127.0.0.1', '::1'], 874) == []
+
+
+@pytest.mark.parametrize('family, major, transport', [
+    ('Debian', '12', 'tls'), ('RedHat', '9', 'tls'), ('RedHat', '8', 'both'), ('RedHat', '', 'tls')])
+def test_no_distribution_is_refused_by_name(family, major, transport):
+    """The gate is in nftables on every family: EL 8 and 9 (whose stunnel has no libwrap) are no longer refused."""
+    assert rsynctls.platform_problem(transport, family, major, 'Rocky') is None
+
+
+def test_the_gate_refusal_names_the_variable_the_host_and_what_would_work():
+    problem = rsynctls.gate_problem('rsync-b', 'the kernel refuses nftables requests: Operation not permitted')
+    assert problem.startswith('rsync_daemon_transport (tls or both) on rsync-b: the kernel refuses nftables requests')
+    assert 'CAP_NET_ADMIN' in problem and 'nf_tables' in problem and 'rsync_daemon_transport=plain' in problem
+    assert problem.endswith('Nothing was changed on this host.')
