@@ -30,13 +30,15 @@ collection_path.ensure_importable()
 
 # pylint: disable-next=wrong-import-position
 from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import receiver  # noqa: E402
+# pylint: disable-next=wrong-import-position
+from ansible_collections.bdp.wan_tune.plugins.module_utils.transfer import rsynctls  # noqa: E402
 
 IMAGE = 'localhost/bdp-wan-tune-debian12:latest'
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ENV = dict(os.environ, CONTAINERS_CONF=os.path.join(ROOT, 'scripts', 'containers.conf'))
 PODMAN = shutil.which('podman')
 pytestmark = pytest.mark.skipif(PODMAN is None, reason='podman is not installed (scripts/setup.sh installs it)')
-SKIPPED = ('Type', 'ExecStart', 'ExecReload', 'Restart')
+SKIPPED = ('Type', 'ExecStartPre', 'ExecStart', 'ExecReload', 'ExecStopPost', 'Restart')
 DAEMON_CONF = 'use chroot = yes\n[m]\npath = /srv/m\nread only = no\nuid = 0\ngid = 0\nnumeric ids = yes\n'
 # each entry of a directory: c MAJOR,MINOR, b MAJOR,MINOR, p (FIFO) or - (anything else)
 KINDS = ('import json, os, stat, sys\n'
@@ -55,7 +57,7 @@ def properties(devices):
     """The -p arguments of systemd-run: the rendered unit's [Service] settings but how it starts."""
     text = render('rsync_daemon', 'bdp-rsync-tls.service.j2', {
         'ansible_managed': 'managed', 'rsync_daemon_devices': devices, '__rsync_daemon_stunnel': '/usr/bin/stunnel4',
-        '__rsync_daemon_tls': {'server': {'conf': '/etc/bdp-wan-tune/rsync-tls/stunnel.conf'}}})
+        '__rsync_daemon_tls': rsynctls.layout('m1', receiver='receiver')})
     service = text.split('[Service]')[1].split('[Install]')[0]
     return [line for line in service.splitlines()
             if line and not line.startswith('#') and line.split('=')[0] not in SKIPPED]

@@ -65,11 +65,11 @@ def migration_checks(lab, files, workdir):
     # the rate of the running migration changed for the working hours (migrate_action=limit): the runner takes it
     config = '%s/%s/config.json' % (RUN_DIRS, migrate.unit(lab).replace('.service', ''))
     run_id = json.loads(transfer.sh(lab, 'A', 'cat %s' % config).stdout)['run_id']
-    rc, output = migrate.run(files, reports, {'migrate_action': 'limit', 'migrate_bwlimit': '150m'})
+    rc, output = migrate.run(files, reports, {'migrate_action': 'limit', 'migrate_bwlimit': '80m'})
     out['outputs'].append(output)
     # the runner writes the new limit into its state when it takes the SIGHUP; the last state read when it never does
-    state = state_when(lab, lambda found: found.get('bwlimit_bps') == 150 * 10 ** 6)
-    out['limited'] = {'said': 'at most 150 Mbit/s from now on' in output, 'state': state.get('bwlimit_bps'),
+    state = state_when(lab, lambda found: found.get('bwlimit_bps') == 80 * 10 ** 6)
+    out['limited'] = {'said': 'at most 80 Mbit/s from now on' in output, 'state': state.get('bwlimit_bps'),
                       'config': json.loads(transfer.sh(lab, 'A', 'cat %s' % config).stdout)['bwlimit_bps'],
                       'same_run': state.get('run_id') == run_id, 'phase': state.get('state')}
     rc, output = migrate.run(files, reports, {'migrate_action': 'status'})
@@ -340,7 +340,7 @@ def test_rsync_daemon_in_cleartext_and_over_tls_beats_scp_which_stays_at_its_win
     assert checks['status_at_once'] == {'running': True, 'changed': ['0']}, checks['status_at_once']
     assert checks['rerun_while_running'] == {'said': True, 'same_run': True}, checks['rerun_while_running']
     assert checks['password_after_kill'] == [], checks['password_after_kill']
-    assert checks['limited'] == {'said': True, 'state': 150 * 10 ** 6, 'config': 150 * 10 ** 6, 'same_run': True,
+    assert checks['limited'] == {'said': True, 'state': 80 * 10 ** 6, 'config': 80 * 10 ** 6, 'same_run': True,
                                  'phase': 'copying'}, checks['limited']
     resumed = checks['resumed']
     assert resumed['state'] == 'done' and resumed['verified'] is True and resumed['mismatches'] == 0, resumed

@@ -19,12 +19,13 @@ from role_templates import render
 from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import receiver
 from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import report
 from ansible_collections.bdp.wan_tune.plugins.module_utils.migrate import runner
+from ansible_collections.bdp.wan_tune.plugins.module_utils.transfer import rsynctls
 
 
 def unit_text(devices):
     return render('rsync_daemon', 'bdp-rsync-tls.service.j2', {
         'ansible_managed': 'managed', 'rsync_daemon_devices': devices, '__rsync_daemon_stunnel': '/usr/bin/stunnel4',
-        '__rsync_daemon_tls': {'server': {'conf': '/etc/bdp-wan-tune/rsync-tls/stunnel.conf'}}})
+        '__rsync_daemon_tls': rsynctls.layout('m1', receiver='receiver')})
 
 
 def properties(text):
