@@ -50,11 +50,6 @@ def rsync_tls_gate_sets(sources):
         raise AnsibleFilterError('rsync_tls_gate_sets: %s' % exc)
 
 
-def rsync_tls_platform(transport, os_family, major_version, distribution=None):
-    """Why the TLS daemon cannot run on this distribution ('' when it can)."""
-    return rsynctls.platform_problem(transport, os_family, major_version, distribution) or ''
-
-
 def rsync_tls_firewall_rules(sources, port):
     """[{source, family, port, rich_rule, comment}]: the host firewall's rules that open the TLS port to the sources."""
     try:
@@ -68,4 +63,4 @@ class FilterModule(object):
         return {'rsync_tls_layout': rsync_tls_layout, 'rsync_tls_names': rsync_tls_names,
                 'rsync_tls_validity': rsync_tls_validity, 'rsync_tls_gate_sets': rsync_tls_gate_sets,
                 'rsync_tls_firewall_rules': rsync_tls_firewall_rules,
-                'rsync_tls_platform': rsync_tls_platform, 'rsync_tls_sender_ids': rsync_tls_sender_ids}
+                'rsync_tls_sender_ids': rsync_tls_sender_ids}

@@ -333,14 +333,6 @@ def check(settings, names=None, inventory=None):
     return list(problems)
 
 
-def platform_problem(transport, os_family, major_version, distribution=None):
-    """Why the TLS daemon cannot run on this distribution, or None.  None for every distribution since the source
-    gate moved from libwrap (which the RHEL family's stunnel lacks from EL 8 on) to nftables, which every kernel of
-    Debian 10+, Ubuntu 20.04+ and EL 8+ has: whether this host's kernel lets root use it is asked on the host
-    (nftables_problem(), by the module rsync_daemon_tls, before anything changes)."""
-    return None
-
-
 # ----------------------------------------------------------------------------- the senders of a play's receivers
 def sender_identities(receivers, predict=()):
     """The client identities to issue for the senders of ``receivers`` (each {receiver, senders, migration, client,

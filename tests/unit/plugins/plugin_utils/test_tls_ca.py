@@ -197,13 +197,6 @@ def test_the_host_firewall_opens_to_the_sources_but_not_to_loopback():
     assert rsynctls.firewall_rules(['127.0.0.1', '::1'], 874) == []
 
 
-@pytest.mark.parametrize('family, major, transport', [
-    ('Debian', '12', 'tls'), ('RedHat', '9', 'tls'), ('RedHat', '8', 'both'), ('RedHat', '', 'tls')])
-def test_no_distribution_is_refused_by_name(family, major, transport):
-    """The gate is in nftables on every family: EL 8 and 9 (whose stunnel has no libwrap) are no longer refused."""
-    assert rsynctls.platform_problem(transport, family, major, 'Rocky') is None
-
-
 def test_the_gate_refusal_names_the_variable_the_host_and_what_would_work():
     problem = rsynctls.gate_problem('rsync-b', 'the kernel refuses nftables requests: Operation not permitted')
     assert problem.startswith('rsync_daemon_transport (tls or both) on rsync-b: the kernel refuses nftables requests')
