@@ -47,10 +47,9 @@ class ActionModule(ActionBase):
             result.update(failed=True, msg='authenticate: true, but %s. Nothing was started.' % exc)
             return result
         try:
-            args['auth_src'] = secret_transfer.transfer(self, server_part, 'iperf3.auth')
-            result.update(self._execute_module(module_name=MODULE, module_args=args, task_vars=task_vars))
+            result.update(secret_transfer.run_module(self, MODULE, args, task_vars, 'auth_src', server_part,
+                                                     'iperf3.auth'))
         finally:
-            secret_transfer.finish(self)
             if not result.get('pid'):
                 iperf3_credentials.discard(handle)
         if result.get('pid'):

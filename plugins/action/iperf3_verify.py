@@ -35,9 +35,6 @@ class ActionModule(ActionBase):
         except iperf3_credentials.CredentialsError as exc:
             result.update(failed=True, measured=False, msg='%s. Nothing was measured.' % exc)
             return result
-        try:
-            args['auth_src'] = secret_transfer.transfer(self, client_part, 'iperf3.auth')
-            result.update(self._execute_module(module_name=MODULE, module_args=args, task_vars=task_vars))
-        finally:
-            secret_transfer.finish(self)
+        result.update(secret_transfer.run_module(self, MODULE, args, task_vars, 'auth_src', client_part,
+                                                 'iperf3.auth'))
         return result

@@ -41,10 +41,6 @@ class ActionModule(ActionBase):
             result.update(self._execute_module(module_name='bdp.wan_tune.migrate_run', module_args=args,
                                                task_vars=task_vars))
             return result
-        try:
-            args['secret_src'] = secret_transfer.transfer(self, password + '\n', 'migrate.password')
-            result.update(self._execute_module(module_name='bdp.wan_tune.migrate_run', module_args=args,
-                                               task_vars=task_vars))
-        finally:
-            secret_transfer.finish(self)
+        result.update(secret_transfer.run_module(self, 'bdp.wan_tune.migrate_run', args, task_vars, 'secret_src',
+                                                 password + '\n', 'migrate.password'))
         return result

@@ -21,16 +21,15 @@ from ansible_collections.bdp.wan_tune.plugins.plugin_utils import secret_transfe
 FAILED = 'The rsync daemon settings are not usable (nothing was changed):\n'
 
 
-def module_args(args, settings=None, secrets_src=None):
-    """The module's arguments: the task's, with the settings (users reduced to their names) and the secrets file."""
+def module_args(args, settings=None):
+    """The module's arguments: the task's, with the settings (users reduced to their names); the secrets file is
+    added by secret_transfer.run_module()."""
     out = dict((key, value) for key, value in args.items() if key not in ('settings', 'secrets_src'))
     if settings is not None:
         out['settings'] = dict(settings)
         users = settings.get('users') or []
         out['settings']['users'] = [{'name': user.get('name')} if isinstance(user, dict) else {'name': None}
                                     for user in users] if isinstance(users, (list, tuple)) else []
-    if secrets_src is not None:
-        out['secrets_src'] = secrets_src
     return out
 
 
@@ -75,11 +74,10 @@ class ActionModule(ActionBase):
         if problems:
             result.update(failed=True, msg=FAILED + '\n'.join('- ' + item for item in problems))
             return result
-        try:
-            remote = secret_transfer.transfer(self, rsyncd.render_secrets(secrets), 'rsyncd.secrets')
-            return self._run(result, module_args(args, settings, remote), task_vars)
-        finally:
-            secret_transfer.finish(self)
+        result.update(secret_transfer.run_module(self, 'bdp.wan_tune.rsync_daemon_config', module_args(args, settings),
+                                                 task_vars, 'secrets_src', rsyncd.render_secrets(secrets),
+                                                 'rsyncd.secrets'))
+        return result
 
     def _run(self, result, new_args, task_vars):
         result.update(self._execute_module(module_name='bdp.wan_tune.rsync_daemon_config', module_args=new_args,

@@ -11,8 +11,8 @@ controller, writes it to a 0600 file in Ansible's private local tmp dir, transfe
 module_utils/common/files.py ``take_secret()`` (which removes it) and installs it with ``write_atomic(..., mode=0o600)``.
 The action plugin removes the remote tmp dir when the module has run (``finish()``).
 
-Used by plugins/action/rsync_daemon_config.py (the rsyncd secrets file); written so that any other action plugin
-(a TLS private key) calls the same two functions.
+Action plugins call ``run_module()``, which transfers, runs the module and finishes: rsync_daemon_config (the rsyncd
+secrets file), migrate_run (the rsync password), iperf3_server and iperf3_verify (a test's credentials).
 """
 
 import os
@@ -47,3 +47,14 @@ def transfer(action, content, name='secret'):
 def finish(action):
     """Remove the task's remote tmp dir (and a secret the module did not take, if it failed before)."""
     action._remove_tmp_path(action._connection._shell.tmpdir)
+
+
+def run_module(action, module_name, args, task_vars, option, content, name):
+    """Run ``module_name`` with ``args`` and ``option`` set to the remote path of ``content`` (transferred as
+    ``name``); the module's result.  The remote tmp dir goes when the module has run, whatever happened."""
+    try:
+        args = dict(args)
+        args[option] = transfer(action, content, name)
+        return action._execute_module(module_name=module_name, module_args=args, task_vars=task_vars)
+    finally:
+        finish(action)
