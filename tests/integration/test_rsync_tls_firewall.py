@@ -82,7 +82,7 @@ def sh(host, command, check=True, timeout=120):
 
 
 def remove():
-    for name, _ in HOSTS.values():
+    for name, _address in HOSTS.values():
         podman('rm', '-f', '-t', '0', name, check=False)
     if podman('network', 'exists', NETWORK, check=False).returncode == 0:
         podman('network', 'rm', '-f', NETWORK, check=False)
@@ -158,14 +158,14 @@ def lab(request, tmp_path_factory):
 def test_the_firewall_opens_to_the_peer_only_and_absent_restores_it(lab):
     files_before, rules_before = lab.files(), lab.rules()
 
-    rc, out, _ = lab.run('--check')
+    rc, out, _err = lab.run('--check')
     assert rc == 0, out[-3000:]
     predicted = 'Open the TLS port in firewalld' if lab.kind == 'firewalld' else 'Allow the TLS port in ufw'
     assert re.search(r'TASK \[[^\]]*%s[^\]]*\][^\n]*\n(changed|ok): \[%s\] => \(item=%s\)' % (
         predicted, HOSTS['R'][0], re.escape(HOSTS['P'][1])), out), out[-3000:]
     assert lab.files() == files_before and lab.rules() == rules_before        # check mode changed nothing
 
-    rc, out, _ = lab.run()
+    rc, out, _err = lab.run()
     assert rc == 0, out[-3000:]
     opened = lab.rules()
     if lab.kind == 'firewalld':
@@ -198,7 +198,7 @@ def test_the_firewall_opens_to_the_peer_only_and_absent_restores_it(lab):
     stranger = lab.handshake('S')
     assert stranger.returncode != 0 and 'Protocol version' not in stranger.stdout, stranger.stdout
 
-    rc, out, _ = lab.run('-e', 'rsync_daemon_state=absent')
+    rc, out, _err = lab.run('-e', 'rsync_daemon_state=absent')
     assert rc == 0, out[-3000:]
     assert lab.files() == files_before                                          # byte for byte, and the modes
     assert lab.rules() == rules_before

@@ -183,6 +183,6 @@ def test_the_vaulted_ca_recipe_runs_as_written(tmp_path):
     key = tmp_path / 'key.pem'
     key.write_text(values['rsync_daemon_tls_ca_key'])
     public = [subprocess.run(argv, capture_output=True, text=True, check=True).stdout for argv in (
-        ['openssl', 'pkey', '-in', str(key), '-pubout'], ['openssl', 'x509', '-in', str(work / 'ca.crt'), '-noout',
-                                                           '-pubkey'])]
+        ['openssl', 'pkey', '-in', str(key), '-pubout'],
+        ['openssl', 'x509', '-in', str(work / 'ca.crt'), '-noout', '-pubkey'])]
     assert public[0] == public[1]

@@ -34,8 +34,9 @@ def artifact_task():
     return tasks[0]
 
 
-def artifact(status, report=SKIPPED):
+def artifact(status, report=None):
     """The artifact of sender a after the role registered ``status`` (migrate_status) and ``report``."""
+    report = SKIPPED if report is None else report
     task = artifact_task()
     variables = dict(task.get('vars', {}), inventory_hostname='a', __migrate_target=TARGET, __migrate_status=status,
                      __migrate_report=report)

@@ -162,8 +162,9 @@ def test_check_mode_starts_nothing(run_module, mocked, pid_dir):
     prefix = ['setpriv', '--reuid=%d' % nobody.pw_uid, '--regid=%d' % nobody.pw_gid, '--clear-groups',
               '--no-new-privs', '--'] if os.geteuid() == 0 else []
     assert result['user'] == ('nobody' if os.geteuid() == 0 else None)
-    assert result['command'] == prefix + ['/usr/bin/iperf3', '-s', '-1', '-D', '-J', '-p', '5265', '--idle-timeout', '30',
-                                 '-I', pidfile, '--logfile', str(pid_dir / 'iperf3-5265.log'), '-B', '127.0.0.1']
+    assert result['command'] == prefix + [
+        '/usr/bin/iperf3', '-s', '-1', '-D', '-J', '-p', '5265', '--idle-timeout', '30', '-I', pidfile, '--logfile',
+        str(pid_dir / 'iperf3-5265.log'), '-B', '127.0.0.1']
     assert not pid_dir.exists()
 
 

@@ -137,8 +137,8 @@ def test_the_documented_keywords_and_the_roles_own_lines_do_not_overlap():
     ({'hpn_ssh_allow_groups': ['a b']}, ["hpn_ssh_allow_groups[0]: 'a b'"]),
     ({'hpn_ssh_permit_root_login': 'yes'}, ["hpn_ssh_permit_root_login: 'yes'", 'never written']),
     ({'hpn_ssh_host_key_types': ['dsa']}, ['hpn_ssh_host_key_types']),
-    ({'hpn_ssh_sshd_options': {'Bad Key': 1}}, ["hpn_ssh_sshd_options: 'Bad Key' is not an sshd_config keyword",
-                                                 'HPNDisabled']),
+    ({'hpn_ssh_sshd_options': {'Bad Key': 1}},
+     ["hpn_ssh_sshd_options: 'Bad Key' is not an sshd_config keyword", 'HPNDisabled']),
     ({'hpn_ssh_sshd_options': {'NoSuchOption': 'yes'}}, ["hpn_ssh_sshd_options: 'NoSuchOption' is not an sshd_config "
                                                          'keyword hpnsshd knows', 'OpenSSH 8.0 to 9.9']),
     ({'hpn_ssh_sshd_options': {'passwordauthentication': 'yes'}},

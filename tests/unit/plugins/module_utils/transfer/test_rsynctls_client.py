@@ -252,9 +252,9 @@ def test_the_migration_runner_copies_a_tree_over_tls_with_its_own_copy_of_the_id
     assert rc == 0 and state['state'] == 'done' and state['verified'] is True, state.get('message')
     for index in range(12):
         relative = os.path.join('d%d' % (index % 3), 'f%02d' % index)
-        with open(str(source / relative), 'rb') as mine, open(os.path.join(daemon.dest, 'sender', relative),
-                                                                 'rb') as theirs:
-            assert mine.read() == theirs.read(), relative
+        theirs = os.path.join(daemon.dest, 'sender', relative)
+        with open(str(source / relative), 'rb') as mine, open(theirs, 'rb') as copy:
+            assert mine.read() == copy.read(), relative
 
 
 def test_migrate_run_refuses_an_identity_it_cannot_read(tmp_path):
