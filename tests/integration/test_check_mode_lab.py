@@ -25,9 +25,10 @@ import time
 import pytest
 
 TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [os.path.join(TESTS, 'lab'), TESTS]
+sys.path[:0] = [os.path.join(TESTS, 'lab'), TESTS, os.path.join(TESTS, 'integration')]
 import demo  # noqa: E402  pylint: disable=wrong-import-position
 import migrate  # noqa: E402  pylint: disable=wrong-import-position
+import test_jumbo_lab as jumbo_lab  # noqa: E402  pylint: disable=wrong-import-position
 import transfer  # noqa: E402  pylint: disable=wrong-import-position
 import wanlab  # noqa: E402  pylint: disable=wrong-import-position
 
@@ -125,11 +126,14 @@ def differences(before, after):
 # (label, playbook, extra variables): every --check run, in this order
 CASES = [
     ('wan_tune', demo.PLAYBOOK, dict(RATE)),
-    ('wan_tune rsync_daemon jumbo canary', demo.PLAYBOOK, dict(RATE, mtu=9000, wan_tune_canary=True)),
+    ('wan_tune rsync_daemon jumbo canary', demo.PLAYBOOK, dict(RATE, mtu=9000, wan_tune_canary=True,
+                                                                     verify_pair_group='lab', verify_duration=3)),
     ('wan_tune nic', demo.PLAYBOOK, dict(RATE, nic=True)),
     ('wan_tune absent', demo.PLAYBOOK, dict(RATE, wan_tune_state='absent')),
     ('verify', VERIFY, dict(RATE, verify_pair_group='lab', verify_duration=3, verify_omit=1)),
     ('migrate', migrate.PLAYBOOK, {}),
+    ('migrate delete', migrate.PLAYBOOK, {'migrate_delete': True, 'migrate_max_delete': -1,
+                                          'migrate_exclude': ['*.tmp']}),
 ]
 
 
@@ -141,6 +145,8 @@ def lab(tmp_path_factory):
     with lab_:
         for host in 'AB':
             transfer.sh(lab_, host, 'mkdir -p %s %s' % (transfer.SRC, transfer.DEST))
+            # systemd-networkd manages wan0, as on a real host: jumbo_mtu's check predicts its drop-in
+            jumbo_lab.networkd_manages_wan0(jumbo_lab.JumboLab(lab_, None), host)
         transfer.sh(lab_, 'A', 'cd %s && for i in 1 2 3; do head -c 100000 /dev/urandom > f$i.bin; done && '
                                'mkdir -p sub && echo small > sub/small.txt' % transfer.SRC)
         files, dummy = transfer.setup_transports(lab_, workdir, 2, quiet=True)
@@ -168,6 +174,27 @@ def test_check_mode_changes_nothing_on_either_host(lab, label, playbook, extra):
     seconds = time.monotonic() - started
     after = snapshot(lab_)
     found = differences(before, after)
+    print(output)
     print('%s --check: exit %d in %.0f s, %d difference(s)' % (label, rc, seconds, len(found)))
     assert rc == 0, output[-4000:]
     assert not found, '%s --check changed the hosts:\n%s' % (label, '\n'.join(found))
+
+
+def test_the_snapshot_sees_a_file_a_sysctl_a_unit_and_an_mtu_change(lab):
+    """The instrument itself: a change of each kind between two snapshots is found (then undone)."""
+    lab_, dummy = lab
+    before = snapshot(lab_)
+    transfer.sh(lab_, 'B', 'touch %s/probe && sysctl -qw net.ipv4.tcp_notsent_lowat=131073 && ip link set dev wan0 mtu '
+                           '1400 && systemd-run -q --unit bdp-check-probe sleep 600' % transfer.DEST)
+    try:
+        found = differences(before, snapshot(lab_))
+    finally:
+        transfer.sh(lab_, 'B', 'rm -f %s/probe; sysctl -qw net.ipv4.tcp_notsent_lowat=%s; ip link set dev wan0 mtu 1500; '
+                               'systemctl stop bdp-check-probe' % (
+                                   transfer.DEST, [line.split(' = ')[1] for line in before['B']['sysctl']
+                                                   if line.startswith('net.ipv4.tcp_notsent_lowat =')][0]))
+    text = '\n'.join(found)
+    for words in ('B: %s/probe: absent' % transfer.DEST, 'B: %s: ' % transfer.DEST,
+                  'B: sysctl: +net.ipv4.tcp_notsent_lowat = 131073', "'wan0': '1400'", 'B: units: +bdp-check-probe'):
+        assert words in text, (words, text)
+    assert not [line for line in found if line.startswith('A:')], text
