@@ -184,6 +184,11 @@ def test_the_snapshot_sees_a_file_a_sysctl_a_unit_and_an_mtu_change(lab):
     """The instrument itself: a change of each kind between two snapshots is found (then undone)."""
     lab_, dummy = lab
     before = snapshot(lab_)
+    for host in 'AB':
+        print(host, dict((top, len([path for path in before[host]['files'] if path.startswith(top)])) for top in PATHS))
+    # what the cases compare is there: the module's path in B, the tree in A, the rsync daemon's TLS unit in B
+    assert before['B']['files'][transfer.DEST] and before['A']['files'][transfer.SRC + '/sub/small.txt']
+    assert [unit for unit in before['B']['units'] if unit.startswith('bdp-')], before['B']['units']
     transfer.sh(lab_, 'B', 'touch %s/probe && sysctl -qw net.ipv4.tcp_notsent_lowat=131073 && ip link set dev wan0 mtu '
                            '1400 && systemd-run -q --unit bdp-check-probe sleep 600' % transfer.DEST)
     try:
