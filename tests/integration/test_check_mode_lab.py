@@ -9,8 +9,8 @@ rsync_daemon=true on B, module xfer over TLS, A a listed sender) and a small tre
 (tests/lab/migrate.py), so that the migration and the verification have something to check against.
 
 The snapshot (SNAPSHOT, one Python process per host): every file's path, type, mode, owner, size, mtime and sha256
-under /etc, the state directory, the collection's /run directories, the rsync module's path and the migration's
-source; `nft list ruleset`, the net.* keys of `sysctl -a`, each link's MTU (`ip -d link`), and the bdp-* units of
+under /etc, the state directory, the collection's /run directories, the rsync module's path, the migration's
+source, /usr/local, /root, /tmp and /var/tmp; `nft list ruleset`, the net.* keys of `sysctl -a`, each link's MTU (`ip -d link`), and the bdp-* units of
 `systemctl list-units --all`. What the system changes by itself is left out, each with its reason (EXCLUDED).
 """
 
@@ -46,18 +46,27 @@ EXCLUDED = {
     '/etc/hosts': 'podman writes it for the container',
     '/etc/ld.so.cache': 'ldconfig may rewrite it when a package trigger runs; no playbook here installs a package',
 }
+# Directories whose own time is left out (their entries are all compared): Ansible makes its module files there and
+# removes them (ansible.cfg's remote_tmp, the connection's /tmp), which moves the directory's time and leaves nothing.
+TIME_EXCLUDED = {
+    '/tmp': "Ansible's module payloads come and go there",
+    '/root/.ansible/tmp': "Ansible's remote_tmp: each task's directory comes and goes there",
+}
 # the state directory (wan_tune_state_dir's default), the collection's /run directories; the module path and the
 # migration's source are added from the transfer lab's layout
-PATHS = ['/etc', '/var/lib/bdp_wan_tune', '/run/bdp-wan-tune', '/run/bdp_wan_tune', transfer.DEST, transfer.SRC]
+PATHS = ['/etc', '/var/lib/bdp_wan_tune', '/run/bdp-wan-tune', '/run/bdp_wan_tune', transfer.DEST, transfer.SRC,
+         # and where else a role could leave a file: programs and the admin's home, the scratch directories
+         '/usr/local', '/root', '/tmp', '/var/tmp']
 
 SNAPSHOT = r"""
 import hashlib, json, os, stat, subprocess, sys
-paths, excluded = json.loads(sys.argv[1]), set(json.loads(sys.argv[2]))
+paths, excluded, timeless = [set(item) if index else item for index, item in enumerate(json.loads(sys.argv[1]))]
 files = {}
 def entry(path):
     info = os.lstat(path)
     kind = stat.S_IFMT(info.st_mode)
-    item = [kind, stat.S_IMODE(info.st_mode), info.st_uid, info.st_gid, info.st_size, info.st_mtime_ns]
+    item = [kind, stat.S_IMODE(info.st_mode), info.st_uid, info.st_gid, info.st_size,
+            None if path in timeless else info.st_mtime_ns]
     if stat.S_ISREG(info.st_mode):
         digest = hashlib.sha256()
         with open(path, 'rb') as handle:
@@ -97,8 +106,8 @@ def snapshot(lab):
     """Both hosts' snapshot: {host: {...}}."""
     out = {}
     for host in 'AB':
-        proc = lab.exec(host, ['python3', '-', json.dumps(PATHS), json.dumps(sorted(EXCLUDED))], input=SNAPSHOT,
-                        timeout=300)
+        proc = lab.exec(host, ['python3', '-', json.dumps([PATHS, sorted(EXCLUDED), sorted(TIME_EXCLUDED)])],
+                        input=SNAPSHOT, timeout=300)
         assert proc.returncode == 0, proc.stderr
         out[host] = json.loads(proc.stdout)
     return out
