@@ -10,8 +10,9 @@ rsync_daemon=true on B, module xfer over TLS, A a listed sender) and a small tre
 
 The snapshot (SNAPSHOT, one Python process per host): every file's path, type, mode, owner, size, mtime and sha256
 under /etc, the state directory, the collection's /run directories, the rsync module's path, the migration's
-source, /usr/local, /root, /tmp and /var/tmp; `nft list ruleset`, the net.* keys of `sysctl -a`, each link's MTU (`ip -d link`), and the bdp-* units of
-`systemctl list-units --all`. What the system changes by itself is left out, each with its reason (EXCLUDED).
+source, /usr/local, /root, /tmp and /var/tmp; `nft list ruleset`, the net.* keys of `sysctl -a`, each link's MTU
+(`ip -d link`), and the bdp-* units of `systemctl list-units --all`. Left out: only the time of /tmp and
+/root/.ansible/tmp, where Ansible's module files come and go (TIME_EXCLUDED); nothing else was needed.
 """
 
 from __future__ import annotations
@@ -38,15 +39,8 @@ ROOT = wanlab.REPO_ROOT
 VERIFY = os.path.join(ROOT, 'playbooks', 'verify.yml')
 RATE = {'rate': '100m', 'rtt': 20}
 
-# Left out of the snapshot, each with why: the system changes these by itself, whatever a playbook does.
-EXCLUDED = {
-    '/etc/mtab': 'a link to /proc/self/mounts: its target is the kernel\'s mount table',
-    '/etc/resolv.conf': 'podman writes it for the container; the lab does not touch it',
-    '/etc/hostname': 'podman writes it for the container',
-    '/etc/hosts': 'podman writes it for the container',
-    '/etc/ld.so.cache': 'ldconfig may rewrite it when a package trigger runs; no playbook here installs a package',
-}
-# Directories whose own time is left out (their entries are all compared): Ansible makes its module files there and
+# Left out, each with why (nothing else was needed, measured on 2026-12-07): the time of these directories (their
+# entries are all compared): Ansible makes its module files there and
 # removes them (ansible.cfg's remote_tmp, the connection's /tmp), which moves the directory's time and leaves nothing.
 TIME_EXCLUDED = {
     '/tmp': "Ansible's module payloads come and go there",
@@ -60,7 +54,7 @@ PATHS = ['/etc', '/var/lib/bdp_wan_tune', '/run/bdp-wan-tune', '/run/bdp_wan_tun
 
 SNAPSHOT = r"""
 import hashlib, json, os, stat, subprocess, sys
-paths, excluded, timeless = [set(item) if index else item for index, item in enumerate(json.loads(sys.argv[1]))]
+paths, timeless = json.loads(sys.argv[1])
 files = {}
 def entry(path):
     info = os.lstat(path)
@@ -84,13 +78,11 @@ for top in paths:
     for base, dirs, names in os.walk(top):
         for name in dirs + names:
             path = os.path.join(base, name)
-            if path not in excluded:
-                files[path] = entry(path)
+            files[path] = entry(path)
 def run(*cmd):
     proc = subprocess.run(cmd, capture_output=True, text=True)
     return proc.stdout
-sysctl = [line for line in run('sysctl', '-a').splitlines() if line.startswith('net.')
-          and not line.startswith(('net.netfilter.nf_conntrack_count', 'net.ipv4.route.gc_', 'net.ipv6.route.gc_'))]
+sysctl = [line for line in run('sysctl', '-a').splitlines() if line.startswith('net.')]
 links = {}
 for line in run('ip', '-d', '-o', 'link').splitlines():
     words = line.split()
@@ -99,14 +91,13 @@ units = run('systemctl', 'list-units', '--all', '--no-legend', '--plain', 'bdp-*
 print(json.dumps({'files': files, 'nft': run('nft', 'list', 'ruleset'), 'sysctl': sysctl, 'mtu': links,
                   'units': sorted(units)}))
 """
-# also left out of sysctl: the conntrack count and the route cache's garbage collection figures move with traffic
 
 
 def snapshot(lab):
     """Both hosts' snapshot: {host: {...}}."""
     out = {}
     for host in 'AB':
-        proc = lab.exec(host, ['python3', '-', json.dumps([PATHS, sorted(EXCLUDED), sorted(TIME_EXCLUDED)])],
+        proc = lab.exec(host, ['python3', '-', json.dumps([PATHS, sorted(TIME_EXCLUDED)])],
                         input=SNAPSHOT, timeout=300)
         assert proc.returncode == 0, proc.stderr
         out[host] = json.loads(proc.stdout)
