@@ -74,6 +74,8 @@ lab() {
     python -m pytest tests/integration/test_lab_verify.py -q
     stage "WAN lab: transfers stock vs tuned, 400 MB (scp at the 2 MiB window; the rsync daemon, cleartext and TLS 1.3, >= 3 x scp)"
     python -m pytest tests/integration/test_transfer_lab.py -q
+    stage "WAN lab: --check of every shipped playbook with its opt-ins changes nothing on either host (snapshots)"
+    python -m pytest tests/integration/test_check_mode_lab.py -q
 }
 
 ee() {
