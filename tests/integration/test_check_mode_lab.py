@@ -126,8 +126,8 @@ def differences(before, after):
 # (label, playbook, extra variables): every --check run, in this order
 CASES = [
     ('wan_tune', demo.PLAYBOOK, dict(RATE)),
-    ('wan_tune rsync_daemon jumbo canary', demo.PLAYBOOK, dict(RATE, mtu=9000, wan_tune_canary=True,
-                                                                     verify_pair_group='lab', verify_duration=3)),
+    ('wan_tune rsync_daemon jumbo canary', demo.PLAYBOOK,
+     dict(RATE, mtu=9000, wan_tune_canary=True, verify_pair_group='lab', verify_duration=3)),
     ('wan_tune nic', demo.PLAYBOOK, dict(RATE, nic=True)),
     ('wan_tune absent', demo.PLAYBOOK, dict(RATE, wan_tune_state='absent')),
     ('verify', VERIFY, dict(RATE, verify_pair_group='lab', verify_duration=3, verify_omit=1)),
