@@ -68,7 +68,7 @@ def test_bad_inputs_stop_before_any_test(tmp_path, extra, message):
 def test_an_error_pair_does_not_stop_the_others_and_fails_after_the_report(tmp_path):
     proc = playbook(tmp_path)
     assert proc.returncode == 2, proc.stdout[-3000:]
-    assert '"msg": "h1 -> h3 (127.0.0.1): ERROR: Start a one-test iperf3 server on the receiver failed:' in proc.stdout
+    assert '"msg": "h1 -> h3 (127.0.0.1): ERROR: Start a one-test iperf3 server on the receiver, for the sender only failed:' in proc.stdout
     assert '"msg": "h2 -> h1 (127.0.0.1): PASS: iperf3 to 127.0.0.1' in proc.stdout
     assert '1 of 2 path tests failed' in proc.stdout and 'h1 -> h3 (127.0.0.1): ERROR' in proc.stdout
     runs = [name for name in os.listdir(str(tmp_path / 'report')) if name.startswith('run-')]
